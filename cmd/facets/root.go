@@ -1,0 +1,72 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes shared by every command.
+const (
+	exitOK          = 0 // success, no error diagnostics
+	exitDiagnostics = 1 // the input has error diagnostics (or warnings under --strict)
+	exitUsage       = 2 // bad flags or arguments, or an I/O failure
+)
+
+// version is overridden at link time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// app carries the streams every command writes to, so tests can run the
+// whole CLI in process without global state.
+type app struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// errDiagnostics signals that diagnostics were already printed and the
+// command should exit with exitDiagnostics.
+var errDiagnostics = errors.New("diagnostics reported")
+
+// usageError marks errors caused by how the command was invoked.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// Main runs the facets CLI and returns its exit code.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := newRootCmd(a)
+	root.SetArgs(args)
+	err := root.Execute()
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errDiagnostics):
+		return exitDiagnostics
+	default:
+		fmt.Fprintf(stderr, "facets: %v\n", err)
+		return exitUsage
+	}
+}
+
+func newRootCmd(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "facets",
+		Short:         "Compile Pi capability profiles and roles into a frozen launch manifest",
+		Version:       version,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(
+	// Subcommands are registered here, one constructor per file.
+	)
+	return root
+}
