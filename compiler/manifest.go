@@ -1,0 +1,160 @@
+package compiler
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// ManifestVersion is the format version of the launch manifest.
+const ManifestVersion = 1
+
+// Manifest is the frozen result of a compile: the resolved catalog of
+// profiles with their launch snapshots, the role catalog, the MAIN.md
+// sections and the digests of every source. It carries everything the
+// runtime needs, so later edits to the sources never change a compiled run.
+type Manifest struct {
+	Version     int           `json:"version"`
+	Cwd         string        `json:"cwd"`
+	AgentDir    string        `json:"agentDir"`
+	Trust       Trust         `json:"trust"`
+	Profiles    []Profile     `json:"profiles"`
+	Roles       []Role        `json:"roles"`
+	Main        []MainSection `json:"main"`
+	Sources     []Source      `json:"sources"`
+	Diagnostics []Diagnostic  `json:"diagnostics"`
+}
+
+// Trust records whether project scopes were loaded and why.
+type Trust struct {
+	Trusted bool   `json:"trusted"`
+	Reason  string `json:"reason"` // flag, trust.json, settings, default
+	Path    string `json:"path,omitempty"`
+}
+
+// Profile is one effective profile: where it came from and its launch
+// snapshot.
+type Profile struct {
+	Name           string   `json:"name"`
+	Description    string   `json:"description,omitempty"`
+	Scope          string   `json:"scope"` // global or project
+	Form           string   `json:"form"`  // directory or legacy
+	SourcePath     string   `json:"sourcePath"`
+	SourceSHA256   string   `json:"sourceSha256"`
+	AgentInvokable bool     `json:"agentInvokable"`
+	Overrides      []string `json:"overrides,omitempty"` // config paths this profile shadows, broadest first
+	Launch         Launch   `json:"launch"`
+}
+
+// Launch is the snapshot a Sub or a startup --profile is launched from.
+type Launch struct {
+	Model              string   `json:"model,omitempty"`
+	ThinkingLevel      string   `json:"thinkingLevel,omitempty"`
+	Tools              []string `json:"tools"`
+	Skills             []string `json:"skills"` // resolved absolute paths, private skills first
+	SkillRefs          []string `json:"skillRefs,omitempty"`
+	Extensions         []string `json:"extensions"`
+	Instructions       string   `json:"instructions,omitempty"`
+	InstructionsSource string   `json:"instructionsSource,omitempty"` // path of instructions.md or config.json
+	InstructionsSHA256 string   `json:"instructionsSha256,omitempty"`
+	SessionPersistence string   `json:"sessionPersistence"`
+	Invocation         string   `json:"invocation"`
+}
+
+// Role is one effective role definition from the role catalog.
+type Role struct {
+	Name                   string   `json:"name"`
+	Layer                  string   `json:"layer"` // bundled, package, global, project
+	Path                   string   `json:"path"`
+	SHA256                 string   `json:"sha256"`
+	Provider               string   `json:"provider,omitempty"`
+	ProviderVersion        string   `json:"providerVersion,omitempty"`
+	Description            string   `json:"description,omitempty"`
+	Model                  string   `json:"model,omitempty"`
+	Thinking               string   `json:"thinking,omitempty"`
+	Tools                  []string `json:"tools,omitempty"`
+	DenyTools              []string `json:"denyTools,omitempty"`
+	Skills                 []string `json:"skills,omitempty"`
+	Spawning               *bool    `json:"spawning,omitempty"`
+	AutoExit               *bool    `json:"autoExit,omitempty"`
+	Interactive            *bool    `json:"interactive,omitempty"`
+	Persistent             *bool    `json:"persistent,omitempty"`
+	SystemPrompt           string   `json:"systemPrompt,omitempty"`
+	SessionMode            string   `json:"sessionMode,omitempty"`
+	Cwd                    string   `json:"cwd,omitempty"`
+	DisableModelInvocation bool     `json:"disableModelInvocation,omitempty"`
+	Body                   string   `json:"body,omitempty"`
+	Overrides              []string `json:"overrides,omitempty"`
+}
+
+// MainSection is one non-empty MAIN.md file, in global-to-nearest order.
+type MainSection struct {
+	Path    string `json:"path"`
+	Scope   string `json:"scope"`
+	SHA256  string `json:"sha256"`
+	Content string `json:"content"`
+}
+
+// Source is the digest of one file read during the compile.
+type Source struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+// Digest returns the lowercase hex sha256 of b.
+func Digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Encode renders the manifest as deterministic JSON: struct fields in
+// declaration order, sorted slices, no HTML escaping, two-space indent and a
+// trailing newline.
+func (m *Manifest) Encode() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(m); err != nil {
+		return nil, fmt.Errorf("encode manifest: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// WriteFileAtomic writes b to path through a temporary file in the same
+// directory, fsyncs it and renames it into place, so readers never see a
+// partial manifest.
+func WriteFileAtomic(path string, b []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	name := tmp.Name()
+	_, werr := tmp.Write(b)
+	if werr == nil {
+		werr = tmp.Sync()
+	}
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(name, 0o644)
+	}
+	if werr == nil {
+		werr = os.Rename(name, path)
+	}
+	if werr != nil {
+		os.Remove(name)
+		return fmt.Errorf("write %s: %w", path, werr)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}

@@ -1,0 +1,416 @@
+package cue
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	cuelang "cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
+	cueerrors "cuelang.org/go/cue/errors"
+	"cuelang.org/go/cue/token"
+	cuejson "cuelang.org/go/encoding/json"
+	cueyaml "cuelang.org/go/encoding/yaml"
+)
+
+// Finding codes reported by validation.
+const (
+	CodeSyntax       = "syntax"        // the document does not parse
+	CodeEncoding     = "encoding"      // the document is not valid UTF-8
+	CodeNotObject    = "not-object"    // the document is not an object/mapping
+	CodeUnknownField = "unknown-field" // a key the schema does not allow
+	CodeMissingField = "missing-field" // a required key is absent
+	CodeDuplicateKey = "duplicate-key" // a key appears twice
+	CodeInvalidValue = "invalid-value" // a value violates the schema
+)
+
+// Finding is one schema violation at a position in the validated file.
+type Finding struct {
+	File    string
+	Line    int
+	Column  int
+	Field   string // dotted path of the offending field, e.g. "tools.1"; empty for the document
+	Code    string
+	Message string
+	Hint    string
+}
+
+// Result is the outcome of validating one document.
+type Result struct {
+	Findings []Finding
+	value    cuelang.Value
+	ok       bool
+}
+
+// OK reports whether the document satisfied the schema.
+func (r *Result) OK() bool { return r.ok && len(r.Findings) == 0 }
+
+// Decode stores the validated document into x (see cue.Value.Decode). It
+// fails if the document was not valid.
+func (r *Result) Decode(x any) error {
+	if !r.OK() {
+		return fmt.Errorf("decode invalid document")
+	}
+	return r.value.Decode(x)
+}
+
+// ValidateJSON validates a JSON document (such as a profile config.json)
+// against definition d. file is used in positions.
+func (s *Schema) ValidateJSON(d Definition, file string, src []byte) *Result {
+	if f, ok := checkUTF8(file, src, 1); !ok {
+		return &Result{Findings: []Finding{f}}
+	}
+	expr, err := cuejson.Extract(file, src)
+	if err != nil {
+		return &Result{Findings: []Finding{syntaxFinding(file, err, "fix the JSON syntax at this position")}}
+	}
+	lit, ok := expr.(*ast.StructLit)
+	if !ok {
+		line, col := posOf(expr.Pos())
+		return &Result{Findings: []Finding{{File: file, Line: line, Column: col, Code: CodeNotObject,
+			Message: "document must be a JSON object", Hint: "wrap the settings in { }"}}}
+	}
+	return s.validate(d, file, lit, s.ctx.BuildExpr(lit))
+}
+
+// ValidateFrontmatter validates YAML frontmatter taken from a Markdown file
+// against definition d. startLine is the 1-based line of the file on which
+// the YAML text begins, so positions point into the Markdown file.
+func (s *Schema) ValidateFrontmatter(d Definition, file string, yaml []byte, startLine int) *Result {
+	if f, ok := checkUTF8(file, yaml, startLine); !ok {
+		return &Result{Findings: []Finding{f}}
+	}
+	if startLine < 1 {
+		startLine = 1
+	}
+	padded := make([]byte, 0, startLine-1+len(yaml))
+	padded = append(padded, strings.Repeat("\n", startLine-1)...)
+	padded = append(padded, yaml...)
+	f, err := cueyaml.Extract(file, padded)
+	if err != nil {
+		return &Result{Findings: []Finding{syntaxFinding(file, err, "fix the YAML frontmatter syntax at this position")}}
+	}
+	lit := &ast.StructLit{}
+	for _, decl := range f.Decls {
+		field, ok := decl.(*ast.Field)
+		if !ok {
+			line, col := posOf(decl.Pos())
+			if line == 0 {
+				line, col = startLine, 1
+			}
+			return &Result{Findings: []Finding{{File: file, Line: line, Column: col, Code: CodeNotObject,
+				Message: "frontmatter must be a YAML mapping of key: value lines", Hint: "write one key: value per line"}}}
+		}
+		lit.Elts = append(lit.Elts, field)
+	}
+	lit.Lbrace = token.NoPos
+	return s.validate(d, file, lit, s.ctx.BuildExpr(lit))
+}
+
+// validate runs the structural pass (unknown, missing and duplicate keys) and
+// the value pass. Both always run, because CUE hides closedness and
+// required-field errors on a level that also has value errors.
+func (s *Schema) validate(d Definition, file string, lit *ast.StructLit, data cuelang.Value) *Result {
+	def := s.def(d)
+	res := &Result{}
+	docLine, docCol := posOf(lit.Lbrace)
+	if docLine == 0 {
+		docLine, docCol = 1, 1
+		if len(lit.Elts) > 0 {
+			docLine, docCol = posOf(lit.Elts[0].Pos())
+		}
+	}
+
+	present := map[string]bool{}
+	fieldPos := map[string]token.Pos{}
+	for _, elt := range lit.Elts {
+		field, ok := elt.(*ast.Field)
+		if !ok {
+			continue
+		}
+		name, _, err := ast.LabelName(field.Label)
+		if err != nil {
+			continue
+		}
+		line, col := posOf(field.Label.Pos())
+		if present[name] {
+			res.Findings = append(res.Findings, Finding{File: file, Line: line, Column: col, Field: name,
+				Code: CodeDuplicateKey, Message: fmt.Sprintf("duplicate key %q", name),
+				Hint: "keep one definition of this key"})
+			continue
+		}
+		present[name] = true
+		fieldPos[name] = field.Value.Pos()
+		if !def.Allows(cuelang.Str(name)) {
+			hint := "remove it; allowed keys: " + strings.Join(fieldNames(def), ", ")
+			if near := nearest(name, fieldNames(def)); near != "" {
+				hint = fmt.Sprintf("did you mean %q?", near)
+			}
+			res.Findings = append(res.Findings, Finding{File: file, Line: line, Column: col, Field: name,
+				Code: CodeUnknownField, Message: fmt.Sprintf("unknown field %q", name), Hint: hint})
+		}
+	}
+	for _, name := range requiredNames(def) {
+		if !present[name] {
+			msg, hint := attrText(def, name)
+			if hint == "" {
+				hint = fmt.Sprintf("add %q", name)
+			}
+			m := fmt.Sprintf("missing required field %q", name)
+			if msg != "" {
+				m += ": " + msg
+			}
+			res.Findings = append(res.Findings, Finding{File: file, Line: docLine, Column: docCol, Field: name,
+				Code: CodeMissingField, Message: m, Hint: hint})
+		}
+	}
+
+	unified := def.Unify(data)
+	err := unified.Validate(cuelang.Concrete(true))
+	seen := map[string]bool{}
+	for _, e := range cueerrors.Errors(err) {
+		path := e.Path()
+		if len(path) > 0 && strings.HasPrefix(path[0], "#") {
+			path = path[1:]
+		}
+		if len(path) == 0 {
+			continue // document-level closedness or requiredness, reported above
+		}
+		top := path[0]
+		format, _ := e.Msg()
+		if !present[top] || strings.Contains(format, "field not allowed") || strings.Contains(format, "field is required") {
+			continue
+		}
+		if isUnknown(res.Findings, top) {
+			continue
+		}
+		key := strings.Join(path, ".")
+		if seen[top] {
+			continue // one finding per field: disjunction arms and repeated bounds add nothing
+		}
+		seen[top] = true
+		line, col := dataPos(e, file)
+		if line == 0 {
+			line, col = posOf(fieldPos[top])
+		}
+		msg, hint := attrText(def, top)
+		if msg == "" {
+			msg = fmt.Sprintf("%s: %s", key, e.Error())
+		}
+		if got := describeValue(lit, path); got != "" {
+			msg += " (got " + got + ")"
+		}
+		res.Findings = append(res.Findings, Finding{File: file, Line: line, Column: col, Field: key,
+			Code: CodeInvalidValue, Message: msg, Hint: hint})
+	}
+	sortFindings(res.Findings)
+	res.value = unified
+	res.ok = err == nil
+	return res
+}
+
+func isUnknown(fs []Finding, field string) bool {
+	for _, f := range fs {
+		if f.Field == field && f.Code == CodeUnknownField {
+			return true
+		}
+	}
+	return false
+}
+
+func sortFindings(fs []Finding) {
+	slices.SortStableFunc(fs, func(a, b Finding) int {
+		if a.Line != b.Line {
+			return a.Line - b.Line
+		}
+		if a.Column != b.Column {
+			return a.Column - b.Column
+		}
+		return strings.Compare(a.Code, b.Code)
+	})
+}
+
+// dataPos picks the first error position that lies in the data file, since
+// CUE orders schema and data positions inconsistently.
+func dataPos(e cueerrors.Error, file string) (int, int) {
+	for _, p := range cueerrors.Positions(e) {
+		if p.Filename() == file {
+			return p.Line(), p.Column()
+		}
+	}
+	return 0, 0
+}
+
+func posOf(p token.Pos) (int, int) {
+	if !p.IsValid() {
+		return 0, 0
+	}
+	return p.Line(), p.Column()
+}
+
+func syntaxFinding(file string, err error, hint string) Finding {
+	f := Finding{File: file, Line: 1, Column: 1, Code: CodeSyntax, Hint: hint}
+	errs := cueerrors.Errors(err)
+	if len(errs) > 0 {
+		for _, p := range cueerrors.Positions(errs[0]) {
+			if p.IsValid() {
+				f.Line, f.Column = p.Line(), p.Column()
+				break
+			}
+		}
+		format, args := errs[0].Msg()
+		f.Message = fmt.Sprintf(format, args...)
+	} else {
+		f.Message = err.Error()
+	}
+	f.Message = strings.TrimPrefix(f.Message, file+": ")
+	return f
+}
+
+// checkUTF8 rejects invalid UTF-8 up front: decoders would otherwise
+// replace the bad bytes with U+FFFD and silently change the data.
+func checkUTF8(file string, src []byte, startLine int) (Finding, bool) {
+	if utf8.Valid(src) {
+		return Finding{}, true
+	}
+	line, col := startLine, 1
+	for i := 0; i < len(src); {
+		r, size := utf8.DecodeRune(src[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return Finding{File: file, Line: line, Column: col, Code: CodeEncoding,
+				Message: fmt.Sprintf("invalid UTF-8 byte 0x%02x", src[i]), Hint: "save the file as UTF-8"}, false
+		}
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+		i += size
+	}
+	return Finding{}, true
+}
+
+func fieldNames(def cuelang.Value) []string {
+	var names []string
+	it, err := def.Fields(cuelang.Optional(true))
+	if err != nil {
+		return nil
+	}
+	for it.Next() {
+		names = append(names, it.Selector().Unquoted())
+	}
+	return names
+}
+
+func requiredNames(def cuelang.Value) []string {
+	var names []string
+	it, err := def.Fields(cuelang.Optional(true))
+	if err != nil {
+		return nil
+	}
+	for it.Next() {
+		if it.Selector().ConstraintType() == cuelang.RequiredConstraint {
+			names = append(names, it.Selector().Unquoted())
+		}
+	}
+	return names
+}
+
+// attrText reads the @facets(msg=..., hint=...) attribute of a schema field,
+// so messages live next to the constraint they explain.
+func attrText(def cuelang.Value, field string) (msg, hint string) {
+	v := def.LookupPath(cuelang.MakePath(cuelang.Str(field).Optional()))
+	if !v.Exists() {
+		v = def.LookupPath(cuelang.MakePath(cuelang.Str(field)))
+	}
+	if !v.Exists() {
+		return "", ""
+	}
+	a := v.Attribute("facets")
+	if a.Err() != nil {
+		return "", ""
+	}
+	msg, _, _ = a.Lookup(0, "msg")
+	hint, _, _ = a.Lookup(0, "hint")
+	return msg, hint
+}
+
+// describeValue renders the offending data value briefly, for messages.
+func describeValue(lit *ast.StructLit, path []string) string {
+	var cur ast.Expr = lit
+	for _, p := range path {
+		switch x := cur.(type) {
+		case *ast.StructLit:
+			var next ast.Expr
+			for _, elt := range x.Elts {
+				if f, ok := elt.(*ast.Field); ok {
+					if name, _, err := ast.LabelName(f.Label); err == nil && name == p {
+						next = f.Value
+					}
+				}
+			}
+			if next == nil {
+				return ""
+			}
+			cur = next
+		case *ast.ListLit:
+			i, err := strconv.Atoi(p)
+			if err != nil || i < 0 || i >= len(x.Elts) {
+				return ""
+			}
+			cur = x.Elts[i]
+		default:
+			return ""
+		}
+	}
+	switch x := cur.(type) {
+	case *ast.BasicLit:
+		v := x.Value
+		if len(v) > 40 {
+			v = v[:37] + "..."
+		}
+		return v
+	case *ast.ListLit:
+		return fmt.Sprintf("a list of %d", len(x.Elts))
+	case *ast.StructLit:
+		return "an object"
+	case *ast.Ident:
+		return x.Name
+	}
+	return ""
+}
+
+// nearest suggests the closest allowed field for a misspelled one.
+func nearest(name string, candidates []string) string {
+	best, bestD := "", 3
+	for _, c := range candidates {
+		d := distance(strings.ToLower(name), strings.ToLower(c))
+		if d < bestD || (d == bestD && best != "" && c < best) {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+func distance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}

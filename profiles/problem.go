@@ -1,0 +1,20 @@
+// Package profiles discovers and reads the files facets compiles: profile
+// directories and legacy profile files in the global and trusted project
+// scopes, instructions.md, profile-private and named skills, role
+// definitions and role packs, and the MAIN.md hierarchy. It checks only what
+// the filesystem can tell (file kinds, sizes, encodings, names); schema
+// validation and resolution happen later, in the cue and compiler packages.
+package profiles
+
+// Problem is something wrong with a file found during discovery. Line and
+// Column are 1-based and zero when the problem concerns the whole file.
+type Problem struct {
+	Path    string
+	Line    int
+	Column  int
+	Code    string
+	Message string
+	Hint    string
+	// Subject is the profile or role name the problem is about, when known.
+	Subject string
+}
