@@ -1,0 +1,518 @@
+package channel
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Manifest is the immutable launch snapshot of a run. Field order is the
+// reference key order: version, the launch inputs, token, createdAt.
+type Manifest struct {
+	Version       int             `json:"version"`
+	RunID         string          `json:"runId"`
+	MainSessionID string          `json:"mainSessionId"`
+	Title         string          `json:"title"`
+	Task          string          `json:"task"`
+	Cwd           string          `json:"cwd"`
+	Profile       json.RawMessage `json:"profile"`
+	Origin        string          `json:"origin,omitempty"`
+	Token         string          `json:"token"`
+	CreatedAt     int64           `json:"createdAt"`
+}
+
+// Channel is an open channel directory. Its directory descriptors are opened
+// once and checked, so every later read and write stays inside the checked
+// directories even if a path component is swapped afterwards.
+type Channel struct {
+	dir      string
+	manifest Manifest
+	root     *os.File
+	inbox    map[Direction]*os.File
+	send     map[Direction]*sync.Mutex
+	now      func() time.Time
+	fault    faultFunc
+}
+
+// Create makes a new channel for m below root (see RuntimeRoot): the parents
+// with mode 0700 if missing, the channel directory itself non-recursively so
+// an existing run id is never reused, both inboxes and manifest.json. The
+// token, createdAt and (if empty) the run id are generated.
+func Create(root string, m Manifest) (*Channel, error) {
+	if m.RunID == "" {
+		m.RunID = NewID()
+	}
+	m.Version = 1
+	m.Token = randomHex(32)
+	m.CreatedAt = time.Now().UnixMilli()
+	if len(m.Profile) == 0 {
+		m.Profile = json.RawMessage("null")
+	}
+	data, err := encodeJSON(m)
+	if err != nil {
+		return nil, fmt.Errorf("create channel: encode manifest: %w", err)
+	}
+	if len(data) > MaxMessageBytes {
+		return nil, fmt.Errorf("create channel: %s exceeds %d bytes", manifestFile, MaxMessageBytes)
+	}
+	session, err := ensurePrivateDir(root, Safe(m.MainSessionID))
+	if err != nil {
+		return nil, fmt.Errorf("create channel: %w", err)
+	}
+	defer session.Close()
+	name := Safe(m.RunID)
+	dir := filepath.Join(session.Name(), name)
+	if err := unix.Mkdirat(int(session.Fd()), name, 0o700); err != nil {
+		return nil, fmt.Errorf("create channel %s: %w", dir, err)
+	}
+	c, err := populate(session, name, dir, m, data)
+	if err != nil {
+		if rerr := os.RemoveAll(dir); rerr != nil {
+			return nil, fmt.Errorf("failed to create and clean up channel %s: %w", dir, errors.Join(err, rerr))
+		}
+		return nil, fmt.Errorf("create channel %s: %w", dir, err)
+	}
+	return c, nil
+}
+
+func populate(session *os.File, name, dir string, m Manifest, manifest []byte) (*Channel, error) {
+	root, err := openDirAt(session, name)
+	if err != nil {
+		return nil, err
+	}
+	c := &Channel{dir: dir, manifest: m, root: root, now: time.Now}
+	for _, d := range []Direction{ToMain, ToSub} {
+		if err := unix.Mkdirat(int(root.Fd()), string(d), 0o700); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("mkdir %s: %w", d, err)
+		}
+	}
+	if err := writeAtomic(root, manifestFile, manifest, nil); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if err := syncDir(session, nil); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if err := c.openInboxes(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// ensurePrivateDir creates root and root/name with mode 0700 when missing and
+// refuses either if it is a symlink, foreign-owned or group/other accessible;
+// under the temp-dir fallback root sits in a shared directory.
+func ensurePrivateDir(root, name string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(root), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(root, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, err
+	}
+	r, err := openDirAt(nil, root)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if err := unix.Mkdirat(int(r.Fd()), name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+		return nil, fmt.Errorf("mkdir %s: %w", filepath.Join(root, name), err)
+	}
+	return openDirAt(r, name)
+}
+
+// Open opens an existing channel directory and proves possession of its
+// capability token. The directory and both inboxes must be real directories
+// owned by the current user with no group/other permissions.
+func Open(dir, token string) (*Channel, error) {
+	c, err := openUnchecked(dir)
+	if err != nil {
+		return nil, err
+	}
+	if token == "" || !tokenEqual(token, c.manifest.Token) {
+		c.Close()
+		return nil, fmt.Errorf("open channel %s: capability token does not match", dir)
+	}
+	return c, nil
+}
+
+// openUnchecked opens a channel without a token, for inspection by its owner.
+func openUnchecked(dir string) (*Channel, error) {
+	root, err := openDirAt(nil, dir)
+	if err != nil {
+		return nil, fmt.Errorf("open channel: %w", err)
+	}
+	c := &Channel{dir: dir, root: root, now: time.Now}
+	data, err := readFileAt(root, manifestFile, MaxMessageBytes)
+	if err == nil {
+		c.manifest, err = decodeManifest(data)
+	}
+	if err == nil {
+		err = c.openInboxes()
+	}
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("open channel %s: %w", dir, err)
+	}
+	return c, nil
+}
+
+func (c *Channel) openInboxes() error {
+	c.inbox = map[Direction]*os.File{}
+	c.send = map[Direction]*sync.Mutex{ToMain: {}, ToSub: {}}
+	for _, d := range []Direction{ToMain, ToSub} {
+		f, err := openDirAt(c.root, string(d))
+		if err != nil {
+			return err
+		}
+		c.inbox[d] = f
+	}
+	return nil
+}
+
+func decodeManifest(data []byte) (Manifest, error) {
+	var m Manifest
+	bad := func(why string) (Manifest, error) {
+		return Manifest{}, fmt.Errorf("invalid channel manifest: %s", why)
+	}
+	f, err := fields(data)
+	if err != nil {
+		return bad(err.Error())
+	}
+	if v, err := safeIntField(f, "version", 1); err != nil || v != 1 {
+		return bad("version must be 1")
+	}
+	for _, k := range []string{"runId", "mainSessionId", "title", "task", "cwd", "token"} {
+		if _, err := stringField(f, k); err != nil {
+			return bad(err.Error())
+		}
+	}
+	if _, err := numberField(f, "createdAt"); err != nil {
+		return bad(err.Error())
+	}
+	if raw, ok := f["origin"]; ok && string(raw) != `"manual"` {
+		return bad(`origin must be absent or "manual"`)
+	}
+	if err := checkProfile(f["profile"]); err != nil {
+		return bad(err.Error())
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return bad(err.Error())
+	}
+	if m.RunID == "" || len(m.Token) != 64 {
+		return bad("runId must be non-empty and token 64 hex characters")
+	}
+	return m, nil
+}
+
+// checkProfile applies the structural checks of the reference to the
+// resolved profile; its full schema belongs to the profiles package.
+func checkProfile(raw json.RawMessage) error {
+	p, err := fields(raw)
+	if err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	if v, err := safeIntField(p, "version", 1); err != nil || v != 1 {
+		return errors.New("profile version must be 1")
+	}
+	if name, err := stringField(p, "name"); err != nil || name == "" {
+		return errors.New("profile name must be a non-empty string")
+	}
+	if src, err := stringField(p, "source"); err != nil || (src != "global" && src != "project") {
+		return errors.New(`profile source must be "global" or "project"`)
+	}
+	if _, err := stringField(p, "sourcePath"); err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	var tools []string
+	if json.Unmarshal(p["tools"], &tools) != nil || len(tools) == 0 || strings.Contains(string(p["tools"]), "null") {
+		return errors.New("profile tools must be a non-empty array of strings")
+	}
+	for _, t := range tools {
+		if t == "" {
+			return errors.New("profile tools must be non-empty strings")
+		}
+	}
+	for _, k := range []string{"resolvedSkills", "resolvedExtensions"} {
+		var ss []string
+		if raw := p[k]; len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &ss) != nil {
+			return fmt.Errorf("profile %s must be an array of strings", k)
+		}
+	}
+	return nil
+}
+
+// Close releases the channel's directory descriptors.
+func (c *Channel) Close() error {
+	var errs []error
+	for _, f := range c.inbox {
+		errs = append(errs, f.Close())
+	}
+	if c.root != nil {
+		errs = append(errs, c.root.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Dir returns the channel directory path.
+func (c *Channel) Dir() string { return c.dir }
+
+// Manifest returns the launch snapshot, including the token.
+func (c *Channel) Manifest() Manifest { return c.manifest }
+
+func (c *Channel) identity() identity {
+	return identity{runID: c.manifest.RunID, token: c.manifest.Token}
+}
+
+// sequenceRecord is <direction>-sequence.json; it has no version field.
+type sequenceRecord struct {
+	RunID    string `json:"runId"`
+	Token    string `json:"token"`
+	Sequence int64  `json:"sequence"`
+}
+
+// Sequence returns the last sequence number persisted for d (0 if none).
+func (c *Channel) Sequence(d Direction) (int64, error) {
+	data, err := readFileAt(c.root, sequenceFile(d), maxControlBytes)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	f, err := fields(data)
+	if err == nil {
+		err = checkIdentity(f, c.identity())
+	}
+	var seq int64
+	if err == nil {
+		seq, err = safeIntField(f, "sequence", 1)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("invalid talk sequence counter %s: %w", sequenceFile(d), err)
+	}
+	return seq, nil
+}
+
+// Send writes one message into the inbox of d; see SendBatch.
+func (c *Channel) Send(d Direction, text string) (Message, error) {
+	ms, err := c.SendBatch(d, []string{text})
+	if err != nil {
+		return Message{}, err
+	}
+	return ms[0], nil
+}
+
+// SendBatch writes messages into the inbox of d in order. The sequence
+// counter is persisted first, then each payload is written to a temp file
+// and fsynced, renamed into place, and the inbox directory is fsynced once.
+// On error the returned prefix was published (possibly not yet durably) and
+// the rest was not; the unused sequence numbers leave a gap, which readers
+// accept.
+// An oversized message fails the batch before anything is written.
+func (c *Channel) SendBatch(d Direction, texts []string) ([]Message, error) {
+	if !d.Valid() {
+		return nil, fmt.Errorf("send: unknown direction %q", d)
+	}
+	if len(texts) == 0 {
+		return nil, nil
+	}
+	inbox := c.inbox[d]
+	mu := c.send[d]
+	mu.Lock()
+	defer mu.Unlock()
+	// flock on the inbox guards the one-writer rule across processes; the
+	// reference relies on it only by convention.
+	if err := unix.Flock(int(inbox.Fd()), unix.LOCK_EX); err != nil {
+		return nil, fmt.Errorf("send to %s: lock inbox: %w", c.dir, err)
+	}
+	defer unix.Flock(int(inbox.Fd()), unix.LOCK_UN)
+
+	prev, err := c.Sequence(d)
+	if err != nil {
+		return nil, fmt.Errorf("send to %s: %w", c.dir, err)
+	}
+	if prev > maxSafeInteger-int64(len(texts)) {
+		return nil, fmt.Errorf("send to %s: talk sequence exhausted", c.dir)
+	}
+	now := c.now().UnixMilli()
+	msgs := make([]Message, len(texts))
+	payloads := make([][]byte, len(texts))
+	for i, text := range texts {
+		w := wireMessage{Version: 1, ID: NewID(), Sequence: prev + 1 + int64(i), RunID: c.manifest.RunID,
+			Token: c.manifest.Token, CreatedAt: now, Message: text}
+		data, err := encodeJSON(w)
+		if err != nil {
+			return nil, fmt.Errorf("send to %s: encode: %w", c.dir, err)
+		}
+		if len(data) > MaxMessageBytes {
+			return nil, fmt.Errorf("send to %s: message %d is %d bytes serialized, over the %d byte limit", c.dir, i, len(data), MaxMessageBytes)
+		}
+		payloads[i] = data
+		msgs[i] = Message{Direction: d, ID: w.ID, Sequence: w.Sequence, RunID: w.RunID, CreatedAt: now, Text: text}
+	}
+	counter, err := encodeJSON(sequenceRecord{RunID: c.manifest.RunID, Token: c.manifest.Token, Sequence: prev + int64(len(texts))})
+	if err != nil {
+		return nil, fmt.Errorf("send to %s: encode counter: %w", c.dir, err)
+	}
+	if err := writeAtomic(c.root, sequenceFile(d), counter, c.fault); err != nil {
+		return nil, fmt.Errorf("send to %s: persist sequence: %w", c.dir, err)
+	}
+	pending := make([]pendingFile, 0, len(texts))
+	cleanup := func() {
+		for _, p := range pending {
+			_ = unix.Unlinkat(int(inbox.Fd()), p.tmp, 0)
+		}
+	}
+	for i, data := range payloads {
+		p, err := createTemp(inbox, Safe(msgs[i].ID)+".json", data, c.fault)
+		if err != nil {
+			cleanup()
+			return nil, fmt.Errorf("send to %s: %w", c.dir, err)
+		}
+		pending = append(pending, p)
+	}
+	for i, p := range pending {
+		if err := publish(inbox, p, c.fault); err != nil {
+			pending = pending[i+1:]
+			cleanup()
+			return msgs[:i], fmt.Errorf("send to %s: %w", c.dir, err)
+		}
+	}
+	if err := syncDir(inbox, c.fault); err != nil {
+		// The files are visible (and may be delivered) but may not survive
+		// a crash; returning them lets the caller avoid a duplicate resend.
+		return msgs, fmt.Errorf("send to %s: %w", c.dir, err)
+	}
+	return msgs, nil
+}
+
+// Problem is a protocol or I/O error found while reading a channel. The
+// offending file is left on disk for inspection.
+type Problem struct {
+	Path string // the file or directory concerned
+	Err  error
+	// key identifies the unchanged failure: same file content and error.
+	key string
+}
+
+func (p Problem) Error() string { return p.Err.Error() }
+
+// Pending lists the valid messages in the inbox of d in sequence order and
+// reports every file that could not be accepted. Temp files are ignored.
+func (c *Channel) Pending(d Direction) ([]Message, []Problem, error) {
+	inbox, ok := c.inbox[d]
+	if !ok {
+		return nil, nil, fmt.Errorf("list %s: unknown direction %q", c.dir, d)
+	}
+	names, err := listNames(inbox)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list %s: %w", inbox.Name(), err)
+	}
+	var msgs []Message
+	var problems []Problem
+	for _, name := range names {
+		if !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		m, perr := c.readMessage(inbox, d, name)
+		if perr != nil {
+			if errors.Is(perr.Err, os.ErrNotExist) {
+				continue // acknowledged between listing and reading
+			}
+			problems = append(problems, *perr)
+			continue
+		}
+		msgs = append(msgs, m)
+	}
+	sort.SliceStable(msgs, func(i, j int) bool { return msgs[i].Sequence < msgs[j].Sequence })
+	return msgs, problems, nil
+}
+
+func (c *Channel) readMessage(inbox *os.File, d Direction, name string) (Message, *Problem) {
+	path := filepath.Join(inbox.Name(), name)
+	var st unix.Stat_t
+	key := path
+	if unix.Fstatat(int(inbox.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+		key = fmt.Sprintf("%s\x00%d\x00%d\x00%d", path, st.Ino, st.Size, st.Mtim.Nano())
+	}
+	data, err := readFileAt(inbox, name, MaxMessageBytes)
+	var m Message
+	if err == nil {
+		m, err = decodeMessage(data, d, c.identity())
+	}
+	if err == nil && Safe(m.ID)+".json" != name {
+		err = fmt.Errorf("file name does not match message id %q", m.ID)
+	}
+	if err != nil {
+		return Message{}, &Problem{Path: path, Err: fmt.Errorf("rejected message %s: %w", path, err), key: key + "\x00" + err.Error()}
+	}
+	return m, nil
+}
+
+func listNames(dir *os.File) ([]string, error) {
+	fd, err := unix.Openat(int(dir.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), dir.Name())
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Acknowledge removes a delivered message from the inbox. It must only be
+// called once the receiver has recorded a receipt for m; a missing file is
+// not an error. The unlink is not fsynced: if it is lost in a crash, the
+// receipt suppresses redelivery and the next scan removes the file again.
+func (c *Channel) Acknowledge(m Message) error {
+	inbox, ok := c.inbox[m.Direction]
+	if !ok {
+		return fmt.Errorf("acknowledge in %s: unknown direction %q", c.dir, m.Direction)
+	}
+	err := unix.Unlinkat(int(inbox.Fd()), Safe(m.ID)+".json", 0)
+	if err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("acknowledge %s in %s: %w", m.ID, inbox.Name(), err)
+	}
+	return nil
+}
+
+// ErrRetained is returned by Remove while Sub→Main messages are still queued.
+var ErrRetained = errors.New("channel retained: Sub-to-Main messages are still queued")
+
+// Remove deletes the channel directory once the Main has received every
+// queued Sub→Main message; until then it returns ErrRetained and keeps the
+// channel (and its closed state) on disk. The channel is closed either way
+// only on success.
+func (c *Channel) Remove() error {
+	names, err := listNames(c.inbox[ToMain])
+	if err != nil {
+		return fmt.Errorf("remove %s: %w", c.dir, err)
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, ".json") {
+			return fmt.Errorf("remove %s: %w", c.dir, ErrRetained)
+		}
+	}
+	if err := c.Close(); err != nil {
+		return fmt.Errorf("remove %s: %w", c.dir, err)
+	}
+	if err := os.RemoveAll(c.dir); err != nil {
+		return fmt.Errorf("remove %s: %w", c.dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,331 @@
+package channel
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestCreateWritesReferenceLayout(t *testing.T) {
+	c := newTestChannel(t)
+	m := c.Manifest()
+	if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(m.Token) {
+		t.Fatalf("token %q is not 64 lowercase hex characters", m.Token)
+	}
+	for name, want := range map[string]os.FileMode{".": 0o700, "to-main": 0o700, "to-sub": 0o700, "manifest.json": 0o600} {
+		st, err := os.Lstat(filepath.Join(c.Dir(), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != want {
+			t.Errorf("%s mode %v, want %v", name, st.Mode().Perm(), want)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(c.Dir(), "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.Token()
+	for dec.More() {
+		k, _ := dec.Token()
+		keys = append(keys, k.(string))
+		var skip json.RawMessage
+		dec.Decode(&skip)
+	}
+	want := []string{"version", "runId", "mainSessionId", "title", "task", "cwd", "profile", "token", "createdAt"}
+	if diff := cmp.Diff(want, keys); diff != "" {
+		t.Errorf("manifest key order (-want +got):\n%s", diff)
+	}
+	if !bytes.Contains(data, []byte(`"task": "review <the> flow & report"`)) || !bytes.HasSuffix(data, []byte("}\n")) {
+		t.Errorf("manifest not serialized like JSON.stringify(v, null, 2)+newline:\n%s", data)
+	}
+	if got := filepath.Base(filepath.Dir(c.Dir())); got != "main-session" {
+		t.Errorf("session dir %q", got)
+	}
+}
+
+func TestCreateRefusesExistingRun(t *testing.T) {
+	c := newTestChannel(t)
+	root := filepath.Dir(filepath.Dir(c.Dir()))
+	_, err := Create(root, testManifest(c.Manifest().RunID))
+	if !errors.Is(err, os.ErrExist) {
+		t.Fatalf("Create with a used run id: %v, want ErrExist", err)
+	}
+	if _, err := Open(c.Dir(), c.Manifest().Token); err != nil {
+		t.Fatalf("original token no longer opens the channel: %v", err)
+	}
+}
+
+func TestOpenRejectsWrongToken(t *testing.T) {
+	c := newTestChannel(t)
+	for _, tok := range []string{"", strings.Repeat("0", 64), c.Manifest().Token[:63]} {
+		if o, err := Open(c.Dir(), tok); err == nil {
+			o.Close()
+			t.Errorf("Open with token %q succeeded", tok)
+		}
+	}
+}
+
+func TestSendOrderSurvivesClockRollbackAndRestart(t *testing.T) {
+	c := newTestChannel(t)
+	clock := time.UnixMilli(5_000_000)
+	c.now = func() time.Time { clock = clock.Add(-time.Second); return clock }
+	var want []string
+	for i := range 5 {
+		txt := strings.Repeat("x", i) + "msg"
+		if _, err := c.Send(ToSub, txt); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, txt)
+	}
+	// A new writer process continues the persisted counter.
+	o := reopen(t, c)
+	o.now = func() time.Time { return time.UnixMilli(0) }
+	m, err := o.Send(ToSub, "after restart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Sequence != 6 {
+		t.Errorf("sequence after restart = %d, want 6", m.Sequence)
+	}
+	want = append(want, "after restart")
+	got, problems, err := o.Pending(ToSub)
+	if err != nil || len(problems) != 0 {
+		t.Fatalf("Pending: %v %v", err, problems)
+	}
+	if diff := cmp.Diff(want, texts(got)); diff != "" {
+		t.Errorf("order (-want +got):\n%s", diff)
+	}
+	// The other direction counts independently.
+	if m, err := o.Send(ToMain, "up"); err != nil || m.Sequence != 1 {
+		t.Errorf("first to-main send: seq %d err %v", m.Sequence, err)
+	}
+}
+
+func TestSendWireFormat(t *testing.T) {
+	c := newTestChannel(t)
+	m, err := c.Send(ToMain, "hello <b>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(c.Dir(), "to-main", m.ID+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "{\n  \"version\": 1,\n  \"id\": \"" + m.ID + "\",\n  \"sequence\": 1,\n  \"runId\": \"" + c.Manifest().RunID +
+		"\",\n  \"token\": \"" + c.Manifest().Token + "\",\n  \"createdAt\": " + jsonInt(m.CreatedAt) + ",\n  \"message\": \"hello <b>\"\n}\n"
+	if diff := cmp.Diff(want, string(data)); diff != "" {
+		t.Errorf("payload (-want +got):\n%s", diff)
+	}
+	seq, err := os.ReadFile(filepath.Join(c.Dir(), "to-main-sequence.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSeq := "{\n  \"runId\": \"" + c.Manifest().RunID + "\",\n  \"token\": \"" + c.Manifest().Token + "\",\n  \"sequence\": 1\n}\n"
+	if diff := cmp.Diff(wantSeq, string(seq)); diff != "" {
+		t.Errorf("counter (-want +got):\n%s", diff)
+	}
+	if !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`).MatchString(m.ID) {
+		t.Errorf("id %q is not a UUID v4", m.ID)
+	}
+}
+
+func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestCorruptCounterStopsSend(t *testing.T) {
+	c := newTestChannel(t)
+	for _, body := range []string{"not json", `{"runId":"other","token":"x","sequence":3}`, `{"runId":"` + c.Manifest().RunID + `","token":"` + c.Manifest().Token + `","sequence":0}`} {
+		if err := os.WriteFile(filepath.Join(c.Dir(), "to-sub-sequence.json"), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Send(ToSub, "x"); err == nil || !strings.Contains(err.Error(), "invalid talk sequence counter") {
+			t.Errorf("counter %q: err %v", body, err)
+		}
+	}
+	if n := inboxNames(t, c, ToSub); len(n) != 0 {
+		t.Errorf("inbox not empty after refused sends: %v", n)
+	}
+}
+
+func TestRemovedChannelIsNotRecreated(t *testing.T) {
+	c := newTestChannel(t)
+	if err := os.RemoveAll(c.Dir()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Send(ToSub, "late"); err == nil {
+		t.Fatal("send into a removed channel succeeded")
+	}
+	if err := c.MarkClosed("late"); err == nil {
+		t.Fatal("control write into a removed channel succeeded")
+	}
+	if _, err := os.Lstat(c.Dir()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("channel dir came back: %v", err)
+	}
+}
+
+func TestOversizeMessageRefusedBeforeWriting(t *testing.T) {
+	c := newTestChannel(t)
+	if _, err := c.Send(ToSub, strings.Repeat("a", MaxMessageBytes)); err == nil {
+		t.Fatal("1 MiB message accepted")
+	}
+	if _, err := os.Lstat(filepath.Join(c.Dir(), "to-sub-sequence.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("counter written for a refused message: %v", err)
+	}
+	if n := inboxNames(t, c, ToSub); len(n) != 0 {
+		t.Errorf("inbox not empty: %v", n)
+	}
+	// Just under the limit still goes through.
+	overhead := 300 + len(c.Manifest().Token)
+	if _, err := c.Send(ToSub, strings.Repeat("a", MaxMessageBytes-overhead)); err != nil {
+		t.Errorf("message under the limit refused: %v", err)
+	}
+}
+
+func TestReaderRefusesOversizedAndForgedFiles(t *testing.T) {
+	c := newTestChannel(t)
+	ok, err := c.Send(ToSub, "genuine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inbox := filepath.Join(c.Dir(), "to-sub")
+	big := filepath.Join(inbox, "big.json")
+	if err := os.WriteFile(big, bytes.Repeat([]byte(" "), MaxMessageBytes+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	forged := NewID()
+	body := `{"version":1,"id":"` + forged + `","sequence":1,"runId":"` + c.Manifest().RunID + `","token":"` + strings.Repeat("f", 64) + `","createdAt":1,"message":"evil"}`
+	if err := os.WriteFile(filepath.Join(inbox, forged+".json"), []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	otherRun := NewID()
+	body = `{"version":1,"id":"` + otherRun + `","sequence":1,"runId":"other","token":"` + c.Manifest().Token + `","createdAt":1,"message":"evil"}`
+	if err := os.WriteFile(filepath.Join(inbox, otherRun+".json"), []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(inbox, "x.json.123.abc.tmp"), []byte("garbage"), 0o600)
+	msgs, problems, err := c.Pending(ToSub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 1 || msgs[0].ID != ok.ID {
+		t.Errorf("delivered %v, want only the genuine message", texts(msgs))
+	}
+	var why []string
+	for _, p := range problems {
+		why = append(why, p.Error())
+	}
+	joined := strings.Join(why, "\n")
+	for _, want := range []string{"exceeds the 1048576 byte limit", "capability token does not match", `runId "other" does not match`} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("problems lack %q:\n%s", want, joined)
+		}
+	}
+	if len(problems) != 3 {
+		t.Errorf("%d problems, want 3 (temp file must be ignored):\n%s", len(problems), joined)
+	}
+	if n := inboxNames(t, c, ToSub); len(n) != 5 {
+		t.Errorf("rejected files were removed: %v", n)
+	}
+}
+
+func TestControlFiles(t *testing.T) {
+	c := newTestChannel(t)
+	if _, ok, err := c.Session(); ok || err != nil {
+		t.Fatalf("absent session: ok=%v err=%v", ok, err)
+	}
+	if err := c.WriteSession("sess-1", "/s/1.jsonl"); err != nil {
+		t.Fatal(err)
+	}
+	s, ok, err := c.Session()
+	if !ok || err != nil || s.SessionID != "sess-1" || s.SessionFile != "/s/1.jsonl" {
+		t.Fatalf("session %+v ok=%v err=%v", s, ok, err)
+	}
+	if err := c.SetActiveTurn("turn-2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ClearActiveTurn("turn-1"); err != nil {
+		t.Fatal(err)
+	}
+	if tr, ok, _ := c.ActiveTurn(); !ok || tr.TurnID != "turn-2" {
+		t.Fatalf("stale clear erased the newer turn: %+v %v", tr, ok)
+	}
+	if err := c.RequestInterrupt(Turn{TurnID: "turn-2", CreatedAt: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if it, ok, err := c.Interrupt(); !ok || err != nil || it.TurnID != "turn-2" || it.RequestedAt == 0 {
+		t.Fatalf("interrupt %+v %v %v", it, ok, err)
+	}
+	if err := c.ConsumeInterrupt(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := c.Interrupt(); ok {
+		t.Fatal("interrupt not consumed")
+	}
+	if err := c.ClearActiveTurn("turn-2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := c.ActiveTurn(); ok {
+		t.Fatal("active turn not cleared")
+	}
+	if err := c.RequestClose("done"); err != nil {
+		t.Fatal(err)
+	}
+	if cl, ok, err := c.CloseRequest(); !ok || err != nil || cl.Reason != "done" {
+		t.Fatalf("close %+v %v %v", cl, ok, err)
+	}
+	// Another run's control file is not taken as this run's.
+	os.WriteFile(filepath.Join(c.Dir(), "closed.json"), []byte(`{"version":1,"runId":"x","token":"y","createdAt":1,"reason":"r"}`), 0o600)
+	if _, ok, err := c.Closed(); ok || err == nil {
+		t.Fatalf("foreign closed.json accepted: ok=%v err=%v", ok, err)
+	}
+}
+
+func TestRemoveRetainsQueuedSubToMainMessages(t *testing.T) {
+	c := newTestChannel(t)
+	m, err := c.Send(ToMain, "final report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Send(ToSub, "never read"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.MarkClosed("quit"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Remove(); !errors.Is(err, ErrRetained) {
+		t.Fatalf("Remove with a queued to-main message: %v, want ErrRetained", err)
+	}
+	if _, ok, err := c.Closed(); !ok || err != nil {
+		t.Fatalf("closed state lost: %v %v", ok, err)
+	}
+	if err := c.Acknowledge(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Remove(); err != nil {
+		t.Fatalf("Remove after the Main received everything: %v", err)
+	}
+	if _, err := os.Lstat(c.Dir()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("channel still there: %v", err)
+	}
+}
+
+func TestSafe(t *testing.T) {
+	for in, want := range map[string]string{
+		"abc-DEF_1.2": "abc-DEF_1.2", "a b//c": "a-b-c", "--x--": "x", "": "unknown", "日本": "unknown",
+		"..": "unknown", "a日本b": "a-b", strings.Repeat("z", 100): strings.Repeat("z", 96),
+	} {
+		if got := Safe(in); got != want {
+			t.Errorf("Safe(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,218 @@
+package channel
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrInsecure marks a channel path refused because it is a symlink, not a
+// directory or regular file, owned by another user, or open to group/other.
+var ErrInsecure = errors.New("insecure channel path")
+
+// faultFunc lets tests fail a filesystem step (ENOSPC, EACCES) at a chosen
+// point; production channels have none.
+type faultFunc func(op, name string) error
+
+func (f faultFunc) at(op, name string) error {
+	if f == nil {
+		return nil
+	}
+	return f(op, name)
+}
+
+// checkOwned refuses anything the current user does not exclusively own.
+func checkOwned(st *unix.Stat_t, wantDir bool, name string) error {
+	switch {
+	case wantDir && st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		return fmt.Errorf("%s: not a directory: %w", name, ErrInsecure)
+	case !wantDir && st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return fmt.Errorf("%s: not a regular file: %w", name, ErrInsecure)
+	case int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("%s: owned by uid %d, not %d: %w", name, st.Uid, os.Geteuid(), ErrInsecure)
+	case wantDir && st.Mode&0o077 != 0:
+		return fmt.Errorf("%s: mode %#o grants group/other access: %w", name, st.Mode&0o777, ErrInsecure)
+	}
+	return nil
+}
+
+// symlinkErr turns the ELOOP/ENOTDIR of an O_NOFOLLOW open into ErrInsecure.
+func symlinkErr(name string, err error) error {
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+		return fmt.Errorf("%s: symlink or non-directory in place of a channel path: %w", name, ErrInsecure)
+	}
+	return fmt.Errorf("open %s: %w", name, err)
+}
+
+// openDirAt opens a directory below parent (or an absolute/relative path when
+// parent is nil) without following a symlink in its last component, and
+// checks ownership and mode on the opened descriptor, so a swap after the
+// check cannot redirect later writes.
+func openDirAt(parent *os.File, name string) (*os.File, error) {
+	dirfd := unix.AT_FDCWD
+	label := name
+	if parent != nil {
+		dirfd = int(parent.Fd())
+		label = filepath.Join(parent.Name(), name)
+	}
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, symlinkErr(label, err)
+	}
+	f := os.NewFile(uintptr(fd), label)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("stat %s: %w", label, err)
+	}
+	if err := checkOwned(&st, true, label); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// readFileAt reads a regular file below dir without following symlinks and
+// refuses files larger than limit before reading them whole.
+func readFileAt(dir *os.File, name string, limit int64) ([]byte, error) {
+	label := filepath.Join(dir.Name(), name)
+	fd, err := unix.Openat(int(dir.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil, fmt.Errorf("open %s: %w", label, os.ErrNotExist)
+		}
+		if errors.Is(err, unix.ELOOP) {
+			return nil, fmt.Errorf("%s: symlink in place of a channel file: %w", label, ErrInsecure)
+		}
+		return nil, fmt.Errorf("open %s: %w", label, err)
+	}
+	f := os.NewFile(uintptr(fd), label)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("stat %s: %w", label, err)
+	}
+	if err := checkOwned(&st, false, label); err != nil {
+		return nil, err
+	}
+	if st.Size > limit {
+		return nil, fmt.Errorf("%s: %d bytes exceeds the %d byte limit", label, st.Size, limit)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", label, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: grew beyond the %d byte limit while reading", label, limit)
+	}
+	return data, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	// crypto/rand.Read never returns an error on supported platforms.
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// NewID returns a random UUID v4, the form of run and message ids.
+func NewID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b)
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+func tokenEqual(a, b string) bool {
+	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// tempName follows the reference: <file>.<pid>.<12 hex>.tmp. Readers only
+// look at names ending in .json, so a temp file left by a crash is inert.
+func tempName(name string) string {
+	return fmt.Sprintf("%s.%d.%s.tmp", name, os.Getpid(), randomHex(6))
+}
+
+// pendingFile is a written but not yet published temp file.
+type pendingFile struct {
+	tmp, name string
+}
+
+// createTemp writes data to a fresh temp file in dir and fsyncs it. It never
+// creates directories: a removed channel makes it fail with ENOENT.
+func createTemp(dir *os.File, name string, data []byte, fault faultFunc) (pendingFile, error) {
+	tmp := tempName(name)
+	label := filepath.Join(dir.Name(), tmp)
+	if err := fault.at("create", name); err != nil {
+		return pendingFile{}, fmt.Errorf("create %s: %w", label, err)
+	}
+	fd, err := unix.Openat(int(dir.Fd()), tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return pendingFile{}, fmt.Errorf("create %s: %w", label, err)
+	}
+	f := os.NewFile(uintptr(fd), label)
+	p := pendingFile{tmp: tmp, name: name}
+	err = fault.at("write", name)
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if err == nil {
+		if err = fault.at("sync", name); err == nil {
+			err = f.Sync()
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = unix.Unlinkat(int(dir.Fd()), tmp, 0)
+		return pendingFile{}, fmt.Errorf("write %s: %w", label, err)
+	}
+	return p, nil
+}
+
+// publish renames a synced temp file over its final name.
+func publish(dir *os.File, p pendingFile, fault faultFunc) error {
+	err := fault.at("rename", p.name)
+	if err == nil {
+		err = unix.Renameat(int(dir.Fd()), p.tmp, int(dir.Fd()), p.name)
+	}
+	if err != nil {
+		_ = unix.Unlinkat(int(dir.Fd()), p.tmp, 0)
+		return fmt.Errorf("rename %s into place: %w", filepath.Join(dir.Name(), p.name), err)
+	}
+	return nil
+}
+
+// syncDir makes renames and unlinks in dir durable.
+func syncDir(dir *os.File, fault faultFunc) error {
+	err := fault.at("sync-dir", dir.Name())
+	if err == nil {
+		err = dir.Sync()
+	}
+	if err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir.Name(), err)
+	}
+	return nil
+}
+
+// writeAtomic is temp file + fsync + rename + directory fsync.
+func writeAtomic(dir *os.File, name string, data []byte, fault faultFunc) error {
+	p, err := createTemp(dir, name, data, fault)
+	if err != nil {
+		return err
+	}
+	if err := publish(dir, p, fault); err != nil {
+		return err
+	}
+	return syncDir(dir, fault)
+}

@@ -1,0 +1,58 @@
+package channel
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+const testProfile = `{"version":1,"name":"review","tools":["read","grep"],"source":"global","sourcePath":"/p/review/config.json","resolvedSkills":[],"resolvedExtensions":[]}`
+
+func testManifest(runID string) Manifest {
+	return Manifest{RunID: runID, MainSessionID: "main-session", Title: "Review auth", Task: "review <the> flow & report",
+		Cwd: "/work", Profile: json.RawMessage(testProfile)}
+}
+
+// newTestChannel creates a channel under a private temp root.
+func newTestChannel(t testing.TB) *Channel {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "pi-facets-test")
+	c, err := Create(root, testManifest(NewID()))
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func reopen(t testing.TB, c *Channel) *Channel {
+	t.Helper()
+	o, err := Open(c.Dir(), c.Manifest().Token)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { o.Close() })
+	return o
+}
+
+func inboxNames(t testing.TB, c *Channel, d Direction) []string {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(c.Dir(), string(d)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+func texts(ms []Message) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Text)
+	}
+	return out
+}

@@ -1,0 +1,94 @@
+package channel
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Direction names one inbox of a channel; each direction has exactly one writer.
+type Direction string
+
+// The two directions of a channel. Their values are also the inbox directory
+// names and the prefixes of the sequence counter files.
+const (
+	ToMain Direction = "to-main"
+	ToSub  Direction = "to-sub"
+)
+
+// Valid reports whether d is one of the two directions.
+func (d Direction) Valid() bool { return d == ToMain || d == ToSub }
+
+// ParseDirection converts the wire name of a direction, rejecting anything else.
+func ParseDirection(s string) (Direction, error) {
+	d := Direction(s)
+	if !d.Valid() {
+		return "", fmt.Errorf("unknown direction %q (want %q or %q)", s, ToMain, ToSub)
+	}
+	return d, nil
+}
+
+// File names of the channel layout, fixed by the reference implementation.
+const (
+	manifestFile   = "manifest.json"
+	sessionName    = "session.json"
+	activeTurnFile = "active-turn.json"
+	interruptFile  = "interrupt.json"
+	closeFile      = "close.json"
+	closedFile     = "closed.json"
+)
+
+func sequenceFile(d Direction) string { return string(d) + "-sequence.json" }
+
+// Size limits: the manifest and talk payloads share the 1 MiB limit of the
+// reference, control files are kept small because they are read on every wake.
+const (
+	MaxMessageBytes = 1 << 20
+	maxControlBytes = 64 << 10
+)
+
+// RuntimeRoot returns $XDG_RUNTIME_DIR/pi-facets-<uid>, falling back to the
+// OS temp dir when XDG_RUNTIME_DIR is unset, as the reference does.
+func RuntimeRoot() string {
+	base := os.Getenv("XDG_RUNTIME_DIR")
+	if base == "" {
+		base = os.TempDir()
+	}
+	return filepath.Join(base, fmt.Sprintf("pi-facets-%d", os.Geteuid()))
+}
+
+// ChannelDir returns the channel directory of one run below root.
+func ChannelDir(root, mainSessionID, runID string) string {
+	return filepath.Join(root, Safe(mainSessionID), Safe(runID))
+}
+
+// Safe maps an identifier to a single path component: each run of characters
+// outside [A-Za-z0-9._-] becomes "-", leading and trailing "-" are trimmed,
+// the result is cut to 96 bytes and an empty result becomes "unknown".
+func Safe(s string) string {
+	var b strings.Builder
+	dash := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' {
+			b.WriteByte(c)
+			dash = false
+			continue
+		}
+		if !dash {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	out := strings.Trim(b.String(), "-")
+	if len(out) > 96 {
+		out = out[:96]
+	}
+	// "." and ".." would escape or alias the parent; the reference never
+	// produces them from UUIDs, but arbitrary session ids could.
+	if out == "" || out == "." || out == ".." {
+		return "unknown"
+	}
+	return out
+}

@@ -1,0 +1,186 @@
+package channel
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Delivery is one inbox message handed to the receiving session.
+type Delivery struct {
+	Channel *Channel
+	Message Message
+}
+
+// Text is what the receiving Pi must submit as a user message: the delivery
+// header followed by the message, so the receipt can be matched later.
+func (d Delivery) Text() string { return FormatDelivery(d.Message) }
+
+// Receiver moves messages of one direction from channel inboxes into a
+// receiving session. A message is submitted at most once while in flight,
+// removed from the inbox only when its receipt is recorded, and retried on a
+// later scan if submission fails.
+type Receiver struct {
+	direction Direction
+	receipts  ReceiptStore
+	submit    func(Delivery) error
+	report    func(Problem)
+
+	mu       sync.Mutex
+	inFlight map[Receipt]bool
+	reported map[string]map[string]bool // channel dir → keys of problems already reported
+}
+
+// NewReceiver returns a Receiver for direction d. submit hands a delivery to
+// the session (it may record the receipt itself, synchronously or later);
+// report is called once per unchanged problem and may be nil.
+func NewReceiver(d Direction, receipts ReceiptStore, submit func(Delivery) error, report func(Problem)) *Receiver {
+	if report == nil {
+		report = func(Problem) {}
+	}
+	return &Receiver{direction: d, receipts: receipts, submit: submit, report: report,
+		inFlight: map[Receipt]bool{}, reported: map[string]map[string]bool{}}
+}
+
+// ScanResult counts what one Scan did.
+type ScanResult struct {
+	Submitted    int // handed to submit successfully
+	Acknowledged int // removed from the inbox because a receipt exists
+	Waiting      int // in flight, waiting for their receipt
+	Problems     int // files or steps that failed (reported or not)
+}
+
+// Scan reads the inbox of ch once and delivers what is pending in sequence
+// order. It never panics on bad files and leaves them on disk; a failing
+// submission stops the scan of this channel so later messages do not
+// overtake it.
+func (r *Receiver) Scan(ch *Channel) ScanResult {
+	var res ScanResult
+	var problems []Problem
+	defer func() {
+		res.Problems = len(problems)
+		r.reportNew(ch.Dir(), problems)
+	}()
+	msgs, bad, err := ch.Pending(r.direction)
+	if err != nil {
+		problems = append(problems, Problem{Path: ch.Dir(), Err: err, key: "list\x00" + err.Error()})
+		return res
+	}
+	problems = append(problems, bad...)
+	for _, m := range msgs {
+		key := m.Receipt()
+		acked, err := r.acknowledgeIfReceipted(ch, m)
+		if err != nil {
+			problems = append(problems, Problem{Path: ch.Dir(), Err: err, key: "ack\x00" + key.MessageID + "\x00" + err.Error()})
+			continue
+		}
+		if acked {
+			res.Acknowledged++
+			continue
+		}
+		if !r.claim(key) {
+			res.Waiting++
+			continue
+		}
+		if err := r.submit(Delivery{Channel: ch, Message: m}); err != nil {
+			r.Release(key)
+			err = fmt.Errorf("submit message %s (sequence %d) from %s: %w", m.ID, m.Sequence, ch.Dir(), err)
+			problems = append(problems, Problem{Path: ch.Dir(), Err: err, key: "submit\x00" + key.MessageID + "\x00" + err.Error()})
+			return res
+		}
+		res.Submitted++
+		// A session that records the receipt synchronously lets the inbox
+		// file go right away instead of on the next wake.
+		if acked, err := r.acknowledgeIfReceipted(ch, m); err == nil && acked {
+			res.Acknowledged++
+		} else {
+			res.Waiting++
+		}
+	}
+	return res
+}
+
+func (r *Receiver) acknowledgeIfReceipted(ch *Channel, m Message) (bool, error) {
+	key := m.Receipt()
+	has, err := r.receipts.Has(key)
+	if err != nil {
+		return false, fmt.Errorf("check receipt %s: %w", key.MessageID, err)
+	}
+	if !has {
+		return false, nil
+	}
+	if err := ch.Acknowledge(m); err != nil {
+		return false, err
+	}
+	r.Release(key)
+	return true, nil
+}
+
+func (r *Receiver) claim(key Receipt) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.inFlight[key] {
+		return false
+	}
+	r.inFlight[key] = true
+	return true
+}
+
+// Release withdraws an in-flight mark so the next scan submits the message
+// again, e.g. after the session dropped its queue without recording it.
+func (r *Receiver) Release(key Receipt) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.inFlight, key)
+}
+
+// InFlight returns the receipts of messages submitted but not yet receipted,
+// so a reloaded bridge can carry them over with Restore.
+func (r *Receiver) InFlight() []Receipt {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Receipt, 0, len(r.inFlight))
+	for k := range r.inFlight {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Restore marks keys as in flight, suppressing their resubmission.
+func (r *Receiver) Restore(keys []Receipt) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range keys {
+		r.inFlight[k] = true
+	}
+}
+
+// Forget drops the reported-problem memory of a channel that went away.
+func (r *Receiver) Forget(dir string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.reported, dir)
+}
+
+// reportNew reports problems not reported by the previous scan of the same
+// channel; a problem that disappears and comes back is reported again.
+func (r *Receiver) reportNew(dir string, problems []Problem) {
+	r.mu.Lock()
+	prev := r.reported[dir]
+	next := make(map[string]bool, len(problems))
+	var fresh []Problem
+	for _, p := range problems {
+		k := p.key
+		if k == "" {
+			k = p.Path + "\x00" + p.Err.Error()
+		}
+		next[k] = true
+		if !prev[k] {
+			fresh = append(fresh, p)
+		}
+	}
+	r.reported[dir] = next
+	r.mu.Unlock()
+	for _, p := range fresh {
+		r.report(p)
+	}
+}

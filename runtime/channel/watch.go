@@ -1,0 +1,311 @@
+package channel
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Default timings of the reference monitor.
+const (
+	DefaultCoalesce = 20 * time.Millisecond
+	DefaultRescan   = 5 * time.Second
+)
+
+// WatchOptions tunes a Watcher; zero values mean the defaults.
+type WatchOptions struct {
+	Coalesce time.Duration // window in which wakes are batched into one scan
+	Rescan   time.Duration // period of the fallback scan that also re-attaches watches
+	// Report receives watch failures, once per distinct failure per channel.
+	Report func(error)
+
+	// noNotify disables fsnotify so tests can prove the rescan alone delivers.
+	noNotify bool
+}
+
+// Watcher wakes the receiving side of many channels: it scans a channel on
+// start, within the coalescing window after a relevant file event, and on
+// every rescan. Scans run one at a time on the Watcher's goroutine, so one
+// slow or broken channel delays but never stops the others.
+type Watcher struct {
+	direction Direction
+	scan      func(*Channel)
+	opts      WatchOptions
+	fw        *fsnotify.Watcher
+
+	mu       sync.Mutex
+	channels map[string]*watched // by channel dir
+	slots    map[string]slot     // watched path → owner
+	dirty    map[string]bool     // woken by Add, waiting for the loop
+
+	poke    chan struct{}
+	done    chan struct{}
+	stopped chan struct{}
+	once    sync.Once
+}
+
+type watched struct {
+	ch       *Channel
+	attached map[string]bool // watched path → attached
+	reported string          // last reported watch failure
+}
+
+type slot struct {
+	dir   string // channel dir
+	inbox bool   // inbox slot, otherwise the channel dir slot
+}
+
+// NewWatcher starts a watcher for the inboxes of direction d; scan is called
+// with each channel that needs a look (typically Receiver.Scan). Close must
+// be called to release the watches, timers and goroutine.
+func NewWatcher(d Direction, scan func(*Channel), opts WatchOptions) (*Watcher, error) {
+	if !d.Valid() {
+		return nil, fmt.Errorf("watch: unknown direction %q", d)
+	}
+	if opts.Coalesce <= 0 {
+		opts.Coalesce = DefaultCoalesce
+	}
+	if opts.Rescan <= 0 {
+		opts.Rescan = DefaultRescan
+	}
+	if opts.Report == nil {
+		opts.Report = func(error) {}
+	}
+	w := &Watcher{direction: d, scan: scan, opts: opts,
+		channels: map[string]*watched{}, slots: map[string]slot{}, dirty: map[string]bool{},
+		poke: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
+	if !opts.noNotify {
+		fw, err := fsnotify.NewWatcher()
+		if err != nil {
+			// Without inotify the rescan still delivers, only slower.
+			opts.Report(fmt.Errorf("file watching unavailable; the %v scan remains active: %w", opts.Rescan, err))
+		} else {
+			w.fw = fw
+		}
+	}
+	go w.run()
+	return w, nil
+}
+
+// Add starts watching ch and schedules its initial scan.
+func (w *Watcher) Add(ch *Channel) {
+	w.mu.Lock()
+	if _, ok := w.channels[ch.Dir()]; !ok {
+		w.channels[ch.Dir()] = &watched{ch: ch, attached: map[string]bool{}}
+	}
+	w.dirty[ch.Dir()] = true
+	w.mu.Unlock()
+	w.attach(ch.Dir())
+	w.wake()
+}
+
+// Remove stops watching ch; a scan already running may still finish.
+func (w *Watcher) Remove(ch *Channel) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wc, ok := w.channels[ch.Dir()]
+	if !ok {
+		return
+	}
+	for p, on := range wc.attached {
+		if on && w.fw != nil {
+			_ = w.fw.Remove(p)
+		}
+		delete(w.slots, p)
+	}
+	delete(w.channels, ch.Dir())
+	delete(w.dirty, ch.Dir())
+}
+
+// Close stops the watcher and waits until its goroutine, timers and
+// fsnotify watches are released. Scan is not called after Close returns.
+func (w *Watcher) Close() error {
+	var err error
+	w.once.Do(func() {
+		close(w.done)
+		<-w.stopped
+		if w.fw != nil {
+			if cerr := w.fw.Close(); cerr != nil {
+				err = fmt.Errorf("close watcher: %w", cerr)
+			}
+		}
+	})
+	return err
+}
+
+func (w *Watcher) wake() {
+	select {
+	case w.poke <- struct{}{}:
+	default:
+	}
+}
+
+// attach (re)adds the missing watches of one channel and reports a failure
+// once per distinct message; a success clears the report.
+func (w *Watcher) attach(dir string) {
+	w.mu.Lock()
+	wc, ok := w.channels[dir]
+	if !ok {
+		w.mu.Unlock()
+		return
+	}
+	paths := []string{dir, filepath.Join(dir, string(w.direction))}
+	var errs []error
+	if w.fw == nil {
+		errs = append(errs, errors.New("fsnotify unavailable"))
+	}
+	for i, p := range paths {
+		if w.fw == nil || wc.attached[p] {
+			continue
+		}
+		if err := w.fw.Add(p); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		wc.attached[p] = true
+		w.slots[p] = slot{dir: dir, inbox: i == 1}
+	}
+	var report error
+	if len(errs) > 0 {
+		msg := errors.Join(errs...).Error()
+		if msg != wc.reported {
+			wc.reported = msg
+			report = fmt.Errorf("file watching unavailable for %s; the %v scan remains active: %s", dir, w.opts.Rescan, msg)
+		}
+	} else {
+		wc.reported = ""
+	}
+	w.mu.Unlock()
+	if report != nil && w.fw != nil {
+		w.opts.Report(report)
+	}
+}
+
+// wakes decides whether a file event is relevant: any .json name in the
+// inbox, and on the channel dir only the control files this side reacts to.
+// Temp files (*.tmp) and unrelated control writes are ignored.
+func wakes(d Direction, inbox bool, name string) bool {
+	if inbox {
+		return strings.HasSuffix(name, ".json")
+	}
+	if d == ToMain {
+		return name == sessionName || name == closedFile
+	}
+	return name == closeFile || name == interruptFile
+}
+
+// classify maps an event to the channel it wakes, detaching a watch whose
+// directory went away so the rescan can retry it.
+func (w *Watcher) classify(ev fsnotify.Event) (string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if s, ok := w.slots[ev.Name]; ok && ev.Op&(fsnotify.Remove|fsnotify.Rename) != 0 {
+		if wc, ok := w.channels[s.dir]; ok {
+			wc.attached[ev.Name] = false
+		}
+		delete(w.slots, ev.Name)
+		return s.dir, true
+	}
+	s, ok := w.slots[filepath.Dir(ev.Name)]
+	if !ok || !wakes(w.direction, s.inbox, filepath.Base(ev.Name)) {
+		return "", false
+	}
+	return s.dir, true
+}
+
+func (w *Watcher) run() {
+	defer close(w.stopped)
+	var events chan fsnotify.Event
+	var errs chan error
+	if w.fw != nil {
+		events, errs = w.fw.Events, w.fw.Errors
+	}
+	rescan := time.NewTicker(w.opts.Rescan)
+	defer rescan.Stop()
+	coalesce := time.NewTimer(w.opts.Coalesce)
+	coalesce.Stop()
+	defer coalesce.Stop()
+	armed := false
+	dirty := map[string]bool{}
+	arm := func() {
+		if !armed {
+			armed = true
+			coalesce.Reset(w.opts.Coalesce)
+		}
+	}
+	for {
+		select {
+		case <-w.done:
+			return
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			if dir, ok := w.classify(ev); ok {
+				dirty[dir] = true
+				arm()
+			}
+		case err, ok := <-errs:
+			if !ok {
+				errs = nil
+				continue
+			}
+			// An overflow or watch error may hide events of any channel.
+			w.opts.Report(fmt.Errorf("file watching error; the %v scan remains active: %w", w.opts.Rescan, err))
+			for dir := range w.snapshot() {
+				dirty[dir] = true
+			}
+			arm()
+		case <-w.poke:
+			w.mu.Lock()
+			for dir := range w.dirty {
+				dirty[dir] = true
+			}
+			clear(w.dirty)
+			w.mu.Unlock()
+			arm()
+		case <-coalesce.C:
+			armed = false
+			w.scanAll(dirty)
+			clear(dirty)
+		case <-rescan.C:
+			all := w.snapshot()
+			for dir := range all {
+				w.attach(dir)
+			}
+			w.scanAll(all)
+		}
+	}
+}
+
+func (w *Watcher) snapshot() map[string]bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]bool, len(w.channels))
+	for dir := range w.channels {
+		out[dir] = true
+	}
+	return out
+}
+
+func (w *Watcher) scanAll(dirs map[string]bool) {
+	for dir := range dirs {
+		select {
+		case <-w.done:
+			return
+		default:
+		}
+		w.mu.Lock()
+		wc, ok := w.channels[dir]
+		w.mu.Unlock()
+		if ok {
+			w.scan(wc.ch)
+		}
+	}
+}
