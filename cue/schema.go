@@ -112,4 +112,3 @@ func (s *Schema) JSONSchema(d Definition) ([]byte, error) {
 	}
 	return b, nil
 }
-

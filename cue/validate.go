@@ -1,6 +1,8 @@
 package cue
 
 import (
+	stdjson "encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -42,6 +44,14 @@ type Result struct {
 	Findings []Finding
 	value    cuelang.Value
 	ok       bool
+	pos      map[string]token.Pos
+}
+
+// Position returns the line and column of the value at a dotted field path
+// such as "name" or "skills.2", or zeros when the document has no such
+// value. Later passes use it to point their own findings into the file.
+func (r *Result) Position(field string) (line, col int) {
+	return posOf(r.pos[field])
 }
 
 // OK reports whether the document satisfied the schema.
@@ -64,7 +74,7 @@ func (s *Schema) ValidateJSON(d Definition, file string, src []byte) *Result {
 	}
 	expr, err := cuejson.Extract(file, src)
 	if err != nil {
-		return &Result{Findings: []Finding{syntaxFinding(file, err, "fix the JSON syntax at this position")}}
+		return &Result{Findings: []Finding{jsonSyntaxFinding(file, src, err)}}
 	}
 	lit, ok := expr.(*ast.StructLit)
 	if !ok {
@@ -143,6 +153,11 @@ func (s *Schema) validate(d Definition, file string, lit *ast.StructLit, data cu
 		}
 		present[name] = true
 		fieldPos[name] = field.Value.Pos()
+		if list, ok := field.Value.(*ast.ListLit); ok {
+			for i, el := range list.Elts {
+				fieldPos[name+"."+strconv.Itoa(i)] = el.Pos()
+			}
+		}
 		if !def.Allows(cuelang.Str(name)) {
 			hint := "remove it; allowed keys: " + strings.Join(fieldNames(def), ", ")
 			if near := nearest(name, fieldNames(def)); near != "" {
@@ -208,6 +223,7 @@ func (s *Schema) validate(d Definition, file string, lit *ast.StructLit, data cu
 	sortFindings(res.Findings)
 	res.value = unified
 	res.ok = err == nil
+	res.pos = fieldPos
 	return res
 }
 
@@ -266,6 +282,30 @@ func syntaxFinding(file string, err error, hint string) Finding {
 		f.Message = err.Error()
 	}
 	f.Message = strings.TrimPrefix(f.Message, file+": ")
+	return f
+}
+
+// jsonSyntaxFinding prefers encoding/json's description of a syntax error,
+// which says what was expected, over CUE's generic "invalid JSON".
+func jsonSyntaxFinding(file string, src []byte, err error) Finding {
+	f := syntaxFinding(file, err, "fix the JSON syntax at this position")
+	var v any
+	var se *stdjson.SyntaxError
+	if jerr := stdjson.Unmarshal(src, &v); errors.As(jerr, &se) {
+		line, col := 1, 1
+		for _, r := range string(src[:min(int(se.Offset), len(src))]) {
+			if r == '\n' {
+				line, col = line+1, 1
+			} else {
+				col++
+			}
+		}
+		if se.Offset > 0 && col > 1 {
+			col-- // Offset counts the offending byte itself
+		}
+		f.Line, f.Column = line, col
+		f.Message = "invalid JSON: " + se.Error()
+	}
 	return f
 }
 

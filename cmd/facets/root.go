@@ -66,7 +66,10 @@ func newRootCmd(a *app) *cobra.Command {
 	root.SetErr(a.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
-	// Subcommands are registered here, one constructor per file.
+		newCheckCmd(a),
+		newCompileCmd(a),
+		newProfilesCmd(a),
+		newSchemaCmd(a),
 	)
 	return root
 }

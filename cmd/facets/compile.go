@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/cue"
+)
+
+func newCompileCmd(a *app) *cobra.Command {
+	var src sourceFlags
+	var rep reportFlags
+	var out string
+	cmd := &cobra.Command{
+		Use:   "compile [PROFILE...]",
+		Short: "Compile the catalog into a frozen launch-snapshot manifest",
+		Long: `compile resolves scopes, trust, overrides and skills into one deterministic
+JSON manifest: every effective profile with its launch snapshot, the role
+catalog, the MAIN.md sections and the sha256 of every source. Compiling the
+same inputs twice gives byte-identical output.
+
+Diagnostics go to stderr. Invalid profiles are left out of the manifest and
+make the exit status 1; the manifest of the valid ones is still written.
+With profile names, the manifest holds only those profiles, and an invalid
+or unknown name reports its own diagnostic and writes nothing.`,
+		Example: `  facets compile --out ~/.pi/agent/facets/manifest.json
+  facets compile reviewer`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := rep.validate(); err != nil {
+				return err
+			}
+			m, ds, opts, err := src.compile(args)
+			if err != nil {
+				return err
+			}
+			if rep.strict {
+				ds = compiler.Strict(ds)
+			}
+			if len(ds) > 0 {
+				if err := compiler.WriteDiagnostics(a.stderr, rep.format, opts.Env.Cwd, ds); err != nil {
+					return err
+				}
+			}
+			if len(args) > 0 && compiler.HasErrors(ds) {
+				return errDiagnostics
+			}
+			b, err := m.Encode()
+			if err != nil {
+				return err
+			}
+			schema, err := cue.Load()
+			if err != nil {
+				return err
+			}
+			if res := schema.ValidateJSON(cue.Manifest, "manifest.json", b); !res.OK() {
+				return fmt.Errorf("internal error: compiled manifest violates #Manifest: %s", res.Findings[0].Message)
+			}
+			if out == "" || out == "-" {
+				if _, err := a.stdout.Write(b); err != nil {
+					return err
+				}
+			} else if err := compiler.WriteFileAtomic(out, b); err != nil {
+				return err
+			}
+			if compiler.HasErrors(ds) {
+				return errDiagnostics
+			}
+			return nil
+		},
+	}
+	src.register(cmd)
+	rep.register(cmd)
+	cmd.Flags().StringVarP(&out, "out", "o", "", "write the manifest to this file atomically (default stdout)")
+	return cmd
+}

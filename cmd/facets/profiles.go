@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/facets-dev/facets/compiler"
+)
+
+func newProfilesCmd(a *app) *cobra.Command {
+	var src sourceFlags
+	cmd := &cobra.Command{
+		Use:   "profiles",
+		Short: "List effective profiles with scope and invocation mode",
+		Long: `profiles lists every effective profile as "name (scope, invocation) — description",
+sorted by name, followed by any diagnostics, like Pi's /profiles command.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, ds, opts, err := src.compile(nil)
+			if err != nil {
+				return err
+			}
+			if len(m.Profiles) == 0 {
+				fmt.Fprintln(a.stdout, "No Facets profiles configured.")
+			}
+			for _, p := range m.Profiles {
+				line := fmt.Sprintf("%s (%s, %s)", p.Name, p.Scope, p.Launch.Invocation)
+				if p.Description != "" {
+					line += " — " + p.Description
+				}
+				fmt.Fprintln(a.stdout, line)
+			}
+			if len(ds) > 0 {
+				fmt.Fprintln(a.stdout)
+				if err := compiler.WriteDiagnostics(a.stdout, compiler.FormatText, opts.Env.Cwd, ds); err != nil {
+					return err
+				}
+			}
+			if compiler.HasErrors(ds) {
+				return errDiagnostics
+			}
+			return nil
+		},
+	}
+	src.register(cmd)
+	return cmd
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/profiles"
+)
+
+// sourceFlags are the flags that say where profiles, roles and MAIN.md
+// come from; check, compile and profiles share them.
+type sourceFlags struct {
+	cwd          string
+	agentDir     string
+	trust        bool
+	noTrust      bool
+	rolePacks    []string
+	bundledRoles string
+}
+
+func (f *sourceFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVarP(&f.cwd, "cwd", "C", ".", "working directory the Main Pi starts in; project scopes are its ancestors")
+	fl.StringVar(&f.agentDir, "agent-dir", "", "Pi agent dir (default $PI_CODING_AGENT_DIR or ~/.pi/agent)")
+	fl.BoolVar(&f.trust, "trust", false, "treat the project as trusted, overriding Pi's trust settings")
+	fl.BoolVar(&f.noTrust, "no-trust", false, "treat the project as untrusted, overriding Pi's trust settings")
+	fl.StringArrayVar(&f.rolePacks, "role-pack", nil, "absolute path of a registered role pack (.md file or directory); repeatable; adds to $FACETS_ROLE_PACKS")
+	fl.StringVar(&f.bundledRoles, "bundled-roles", "", "directory of the host package's bundled roles (default $FACETS_BUNDLED_ROLES)")
+	cmd.MarkFlagsMutuallyExclusive("trust", "no-trust")
+}
+
+// options turns the flags and environment into compiler options.
+func (f *sourceFlags) options() (compiler.Options, error) {
+	home, _ := os.UserHomeDir()
+	getenv := os.Getenv
+	if f.agentDir != "" {
+		dir := f.agentDir
+		getenv = func(k string) string {
+			if k == "PI_CODING_AGENT_DIR" {
+				return dir
+			}
+			return os.Getenv(k)
+		}
+	}
+	env, err := profiles.NewEnv(getenv, home, f.cwd)
+	if err != nil {
+		return compiler.Options{}, err
+	}
+	if fi, err := os.Stat(env.Cwd); err != nil || !fi.IsDir() {
+		return compiler.Options{}, usageError{fmt.Errorf("--cwd %s is not a directory", f.cwd)}
+	}
+	opts := compiler.Options{Env: env, BundledRoles: f.bundledRoles}
+	if opts.BundledRoles == "" {
+		opts.BundledRoles = os.Getenv("FACETS_BUNDLED_ROLES")
+	}
+	switch {
+	case f.trust:
+		t := true
+		opts.TrustFlag = &t
+	case f.noTrust:
+		t := false
+		opts.TrustFlag = &t
+	}
+	for _, p := range filepath.SplitList(os.Getenv("FACETS_ROLE_PACKS")) {
+		if strings.TrimSpace(p) != "" {
+			opts.RolePacks = append(opts.RolePacks, p)
+		}
+	}
+	opts.RolePacks = append(opts.RolePacks, f.rolePacks...)
+	return opts, nil
+}
+
+// compile loads the schema and runs the compiler.
+func (f *sourceFlags) compile(names []string) (*compiler.Manifest, []compiler.Diagnostic, compiler.Options, error) {
+	opts, err := f.options()
+	if err != nil {
+		return nil, nil, opts, err
+	}
+	opts.Names = names
+	schema, err := cue.Load()
+	if err != nil {
+		return nil, nil, opts, err
+	}
+	m, ds, err := compiler.Compile(schema, opts)
+	return m, ds, opts, err
+}
+
+// reportFlags control how diagnostics are printed and judged.
+type reportFlags struct {
+	format string
+	strict bool
+}
+
+func (r *reportFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&r.format, "format", compiler.FormatText, "diagnostic format: text, json or github")
+	cmd.Flags().BoolVar(&r.strict, "strict", false, "treat warnings as errors")
+}
+
+func (r *reportFlags) validate() error {
+	switch r.format {
+	case compiler.FormatText, compiler.FormatJSON, compiler.FormatGitHub:
+		return nil
+	}
+	return usageError{fmt.Errorf("unknown --format %q (want text, json or github)", r.format)}
+}

@@ -1,0 +1,376 @@
+package compiler
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/profiles"
+)
+
+// Options says what to compile.
+type Options struct {
+	Env profiles.Env
+	// TrustFlag overrides Pi's trust decision when non-nil (--trust/--no-trust).
+	TrustFlag *bool
+	// Names, when set, restricts the manifest to these profiles and reports
+	// only their diagnostics (an exact-name compile).
+	Names []string
+	// BundledRoles is the host package's bundled roles directory, if any.
+	BundledRoles string
+	// RolePacks are registered role-pack paths (absolute files or directories).
+	RolePacks []string
+}
+
+// profileConfig mirrors #Profile for decoding a validated config.json.
+type profileConfig struct {
+	Version            int      `json:"version"`
+	Name               string   `json:"name"`
+	Description        string   `json:"description"`
+	Model              string   `json:"model"`
+	ThinkingLevel      string   `json:"thinkingLevel"`
+	SessionPersistence string   `json:"sessionPersistence"`
+	Invocation         string   `json:"invocation"`
+	Tools              []string `json:"tools"`
+	Skills             []string `json:"skills"`
+	Instructions       string   `json:"instructions"`
+}
+
+// candidate is a profile that passed validation in its own scope.
+type candidate struct {
+	entry  profiles.Entry
+	config profileConfig
+	result *cue.Result
+}
+
+// Compile discovers, validates and resolves everything under opts into a
+// manifest. Diagnostics describe bad input; the error is reserved for
+// failures that make compiling impossible.
+func Compile(schema *cue.Schema, opts Options) (*Manifest, []Diagnostic, error) {
+	env := opts.Env
+	c := &compilation{schema: schema, env: env, sources: map[string]string{}}
+	trust, err := profiles.DecideTrust(env, opts.TrustFlag)
+	if err != nil {
+		c.diag(Diagnostic{Severity: Error, Code: "unreadable-trust", File: env.AgentDir, Message: err.Error(),
+			Hint: "fix Pi's trust.json or settings.json, or pass --trust / --no-trust"})
+	}
+	c.readSource(filepath.Join(env.AgentDir, "trust.json"))
+	c.readSource(filepath.Join(env.AgentDir, "settings.json"))
+	if !trust.Trusted {
+		for _, dir := range profiles.UntrustedProjectDirs(env) {
+			c.diag(Diagnostic{Severity: Info, Code: "untrusted-project", File: dir,
+				Message: "project is not trusted; its profiles, skills, roles and MAIN.md were not loaded",
+				Hint:    "trust the project in Pi (/trust), or pass --trust"})
+		}
+	}
+
+	m := &Manifest{
+		Version:  ManifestVersion,
+		Cwd:      env.Cwd,
+		AgentDir: env.AgentDir,
+		Trust:    Trust{Trusted: trust.Trusted, Reason: trust.Reason, Path: trust.Path},
+	}
+	m.Profiles = c.profiles(trust.Trusted)
+	m.Main = c.mainSections(trust.Trusted)
+	// ROLES-WIRING
+
+	diags := c.diags
+	if len(opts.Names) > 0 {
+		m.Profiles, diags = selectNames(m.Profiles, diags, opts.Names)
+	}
+	m.Diagnostics = SortDiagnostics(diags)
+	m.Sources = c.sourceList()
+	if m.Profiles == nil {
+		m.Profiles = []Profile{}
+	}
+	if m.Roles == nil {
+		m.Roles = []Role{}
+	}
+	if m.Main == nil {
+		m.Main = []MainSection{}
+	}
+	if m.Diagnostics == nil {
+		m.Diagnostics = []Diagnostic{}
+	}
+	return m, m.Diagnostics, nil
+}
+
+type compilation struct {
+	schema  *cue.Schema
+	env     profiles.Env
+	diags   []Diagnostic
+	sources map[string]string
+}
+
+func (c *compilation) diag(d Diagnostic) { c.diags = append(c.diags, d) }
+
+func (c *compilation) problem(p profiles.Problem, sev Severity) {
+	c.diag(Diagnostic{Severity: sev, Code: p.Code, File: p.Path, Line: p.Line, Column: p.Column,
+		Message: p.Message, Hint: p.Hint, Subject: p.Subject})
+}
+
+func (c *compilation) finding(f cue.Finding, subject string) {
+	c.diag(Diagnostic{Severity: Error, Code: f.Code, File: f.File, Line: f.Line, Column: f.Column,
+		Message: f.Message, Hint: f.Hint, Subject: subject})
+}
+
+// readSource records the digest of an optional file that influenced the
+// compile.
+func (c *compilation) readSource(path string) {
+	if b, err := os.ReadFile(path); err == nil {
+		c.sources[path] = Digest(b)
+	}
+}
+
+func (c *compilation) sourceList() []Source {
+	out := make([]Source, 0, len(c.sources))
+	for p, d := range c.sources {
+		out = append(out, Source{Path: p, SHA256: d})
+	}
+	slices.SortFunc(out, func(a, b Source) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}
+
+// profiles validates every scope and applies precedence: nearer scopes
+// replace whole profiles, and an invalid definition removes a same-named
+// profile from broader scopes instead of silently falling back to it.
+func (c *compilation) profiles(trusted bool) []Profile {
+	effective := map[string]*candidate{}
+	shadowed := map[string][]string{}
+	for _, sp := range profiles.DiscoverProfiles(c.env, trusted) {
+		for _, p := range sp.Problems {
+			c.problem(p, Error)
+		}
+		for _, e := range sp.Entries {
+			if e.Config != nil {
+				c.sources[e.ConfigPath] = Digest(e.Config)
+			}
+			if e.Instructions != nil {
+				c.sources[e.Instructions.Path] = Digest(e.Instructions.Content)
+			}
+			cand := c.validateEntry(e)
+			if prev := effective[e.Name]; prev != nil {
+				shadowed[e.Name] = append(shadowed[e.Name], prev.entry.ConfigPath)
+			}
+			if cand == nil {
+				if effective[e.Name] != nil {
+					c.diag(Diagnostic{Severity: Warning, Code: "masked-profile", File: e.ConfigPath, Subject: e.Name,
+						Message: fmt.Sprintf("invalid profile '%s' hides the same-named profile at %s", e.Name, effective[e.Name].entry.ConfigPath),
+						Hint:    "fix this definition or remove it to use the broader one"})
+				}
+				delete(effective, e.Name)
+				continue
+			}
+			effective[e.Name] = cand
+		}
+	}
+	names := make([]string, 0, len(effective))
+	for n := range effective {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var out []Profile
+	for _, n := range names {
+		if p, ok := c.resolve(effective[n], trusted, shadowed[n]); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// validateEntry checks one entry's files and config against the schema and
+// the rules the schema cannot express; nil means invalid.
+func (c *compilation) validateEntry(e profiles.Entry) *candidate {
+	if e.Invalid() {
+		for _, p := range e.Problems {
+			c.problem(p, Error)
+		}
+		return nil
+	}
+	res := c.schema.ValidateJSON(cue.Profile, e.ConfigPath, e.Config)
+	for _, f := range res.Findings {
+		c.finding(f, e.Name)
+	}
+	if !res.OK() {
+		return nil
+	}
+	var cfg profileConfig
+	if err := res.Decode(&cfg); err != nil {
+		c.diag(Diagnostic{Severity: Error, Code: "invalid-value", File: e.ConfigPath, Subject: e.Name,
+			Message: fmt.Sprintf("cannot decode profile: %v", err)})
+		return nil
+	}
+	ok := true
+	if cfg.Name != e.Name {
+		line, col := res.Position("name")
+		c.diag(Diagnostic{Severity: Error, Code: "name-mismatch", File: e.ConfigPath, Line: line, Column: col, Subject: e.Name,
+			Message: fmt.Sprintf("name '%s' must match profile entry '%s'", cfg.Name, e.Name),
+			Hint:    fmt.Sprintf("set \"name\": %q or rename the %s", e.Name, map[profiles.Form]string{profiles.Directory: "directory", profiles.Legacy: "file"}[e.Form])})
+		ok = false
+	}
+	if n := profiles.UTF16Len(cfg.Instructions); n > profiles.MaxInstructionsChars {
+		line, col := res.Position("instructions")
+		c.diag(Diagnostic{Severity: Error, Code: "oversized-instructions", File: e.ConfigPath, Line: line, Column: col, Subject: e.Name,
+			Message: fmt.Sprintf("instructions exceeds %d characters (it has %d UTF-16 units)", profiles.MaxInstructionsChars, n),
+			Hint:    "move the text to instructions.md and shorten it"})
+		ok = false
+	}
+	if !ok {
+		return nil
+	}
+	return &candidate{entry: e, config: cfg, result: res}
+}
+
+// resolve builds the launch snapshot of an effective profile.
+func (c *compilation) resolve(cand *candidate, trusted bool, overrides []string) (Profile, bool) {
+	e, cfg := cand.entry, cand.config
+	launch := Launch{
+		Model:              cfg.Model,
+		ThinkingLevel:      cfg.ThinkingLevel,
+		Tools:              dedupe(cfg.Tools),
+		SkillRefs:          dedupe(cfg.Skills),
+		Extensions:         []string{},
+		SessionPersistence: or(cfg.SessionPersistence, "ephemeral"),
+		Invocation:         or(cfg.Invocation, "both"),
+	}
+	switch {
+	case e.Instructions != nil:
+		launch.Instructions = string(e.Instructions.Content)
+		launch.InstructionsSource = e.Instructions.Path
+	case cfg.Instructions != "":
+		launch.Instructions = cfg.Instructions
+		launch.InstructionsSource = e.ConfigPath
+	}
+	if launch.Instructions != "" {
+		launch.InstructionsSHA256 = Digest([]byte(launch.Instructions))
+	}
+
+	ok := true
+	var skills []string
+	if e.Form == profiles.Directory {
+		private, probs := profiles.PrivateSkills(e.Dir, e.Name)
+		for _, p := range probs {
+			c.problem(p, Error)
+			ok = false
+		}
+		skills = append(skills, private...)
+	}
+	base := e.Dir
+	for i, ref := range cfg.Skills {
+		p, found := profiles.ResolveSkill(ref, base, c.env, trusted)
+		if !found {
+			line, col := cand.result.Position(fmt.Sprintf("skills.%d", i))
+			hint := "install the skill in <agentDir>/skills or ~/.agents/skills, or use a path relative to the profile"
+			if profiles.IsNamedSkill(ref) && !trusted {
+				hint = "project skills are only searched when the project is trusted; " + hint
+			}
+			c.diag(Diagnostic{Severity: Error, Code: "unknown-skill", File: e.ConfigPath, Line: line, Column: col, Subject: e.Name,
+				Message: fmt.Sprintf("Profile '%s' references unknown skill '%s'.", e.Name, ref), Hint: hint})
+			ok = false
+			continue
+		}
+		skills = append(skills, p)
+	}
+	if !ok {
+		return Profile{}, false
+	}
+	launch.Skills = profiles.DedupeByRealPath(skills)
+	if launch.Skills == nil {
+		launch.Skills = []string{}
+	}
+	for _, s := range launch.Skills {
+		c.readSource(s)
+	}
+	return Profile{
+		Name:           e.Name,
+		Description:    cfg.Description,
+		Scope:          string(e.Scope),
+		Form:           string(e.Form),
+		SourcePath:     e.ConfigPath,
+		SourceSHA256:   Digest(e.Config),
+		AgentInvokable: launch.Invocation != "manual",
+		Overrides:      overrides,
+		Launch:         launch,
+	}, true
+}
+
+func (c *compilation) mainSections(trusted bool) []MainSection {
+	files, probs := profiles.MainFiles(c.env, trusted)
+	for _, p := range probs {
+		sev := Warning
+		if p.Code == "empty-main" {
+			sev = Info
+		}
+		c.problem(p, sev)
+	}
+	var out []MainSection
+	for _, f := range files {
+		d := Digest(f.Raw)
+		c.sources[f.Path] = d
+		out = append(out, MainSection{Path: f.Path, Scope: string(f.Scope), SHA256: d, Content: f.Content})
+	}
+	return out
+}
+
+// selectNames keeps the requested profiles and their diagnostics. A name
+// that did not compile reports its own diagnostics, or an unknown-profile
+// error listing what is available.
+func selectNames(ps []Profile, ds []Diagnostic, names []string) ([]Profile, []Diagnostic) {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	var out []Profile
+	have := map[string]bool{}
+	for _, p := range ps {
+		if want[p.Name] {
+			out = append(out, p)
+			have[p.Name] = true
+		}
+	}
+	var keep []Diagnostic
+	for _, d := range ds {
+		if d.Subject != "" && want[d.Subject] {
+			keep = append(keep, d)
+		}
+	}
+	for _, n := range names {
+		if have[n] || slices.ContainsFunc(keep, func(d Diagnostic) bool { return d.Subject == n && d.Severity == Error }) {
+			continue
+		}
+		avail := make([]string, 0, len(ps))
+		for _, p := range ps {
+			avail = append(avail, p.Name)
+		}
+		list := strings.Join(avail, ", ")
+		if list == "" {
+			list = "(none)"
+		}
+		keep = append(keep, Diagnostic{Severity: Error, Code: "unknown-profile", Subject: n,
+			Message: fmt.Sprintf("Unknown Facets profile '%s'. Available: %s.", n, list),
+			Hint:    "check the name, the working directory and project trust"})
+	}
+	return out, keep
+}
+
+func dedupe(xs []string) []string {
+	out := []string{}
+	seen := map[string]bool{}
+	for _, x := range xs {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

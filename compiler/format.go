@@ -1,0 +1,107 @@
+package compiler
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+)
+
+// Formats accepted by WriteDiagnostics.
+const (
+	FormatText   = "text"
+	FormatJSON   = "json"
+	FormatGitHub = "github"
+)
+
+// WriteDiagnostics prints diagnostics in one of the formats text
+// (file:line:col: severity: message, then an indented hint), json (one array)
+// or github (workflow-command annotations). Paths under base are printed
+// relative to it.
+func WriteDiagnostics(w io.Writer, format, base string, ds []Diagnostic) error {
+	rel := make([]Diagnostic, len(ds))
+	for i, d := range ds {
+		d.File = relPath(base, d.File)
+		rel[i] = d
+	}
+	switch format {
+	case FormatText, "":
+		for _, d := range rel {
+			if _, err := fmt.Fprintf(w, "%s: %s: %s [%s]\n", location(d), d.Severity, d.Message, d.Code); err != nil {
+				return err
+			}
+			if d.Hint != "" {
+				if _, err := fmt.Fprintf(w, "\thint: %s\n", d.Hint); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	case FormatJSON:
+		if rel == nil {
+			rel = []Diagnostic{}
+		}
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rel)
+	case FormatGitHub:
+		for _, d := range rel {
+			level := map[Severity]string{Error: "error", Warning: "warning", Info: "notice"}[d.Severity]
+			var props []string
+			if d.File != "" {
+				props = append(props, "file="+escapeProperty(d.File))
+			}
+			if d.Line > 0 {
+				props = append(props, fmt.Sprintf("line=%d", d.Line))
+			}
+			if d.Column > 0 {
+				props = append(props, fmt.Sprintf("col=%d", d.Column))
+			}
+			props = append(props, "title="+escapeProperty("facets "+d.Code))
+			msg := d.Message
+			if d.Hint != "" {
+				msg += "\nhint: " + d.Hint
+			}
+			if _, err := fmt.Fprintf(w, "::%s %s::%s\n", level, strings.Join(props, ","), escapeData(msg)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown format %q (want text, json or github)", format)
+}
+
+func location(d Diagnostic) string {
+	switch {
+	case d.File == "":
+		return "facets"
+	case d.Line == 0:
+		return d.File
+	case d.Column == 0:
+		return fmt.Sprintf("%s:%d", d.File, d.Line)
+	}
+	return fmt.Sprintf("%s:%d:%d", d.File, d.Line, d.Column)
+}
+
+func relPath(base, p string) string {
+	if base == "" || p == "" || !filepath.IsAbs(p) {
+		return p
+	}
+	r, err := filepath.Rel(base, p)
+	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return p
+	}
+	return filepath.ToSlash(r)
+}
+
+// GitHub workflow commands need %, CR and LF escaped in data, plus : and ,
+// in properties.
+func escapeData(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+func escapeProperty(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}

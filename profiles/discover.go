@@ -1,0 +1,43 @@
+package profiles
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// DiscoverProfiles scans the global profiles directory and, when trusted,
+// every <dir>/.pi/facets/profiles from the filesystem root down to the
+// working directory. The result is in precedence order: later scopes
+// override earlier ones.
+func DiscoverProfiles(env Env, trusted bool) []ScopeProfiles {
+	out := []ScopeProfiles{ScanProfiles(env.GlobalProfilesDir(), Global)}
+	if !trusted {
+		return out
+	}
+	for _, dir := range Ancestors(env.Cwd) {
+		pd := ProjectProfilesDir(dir)
+		if filepath.Clean(pd) == filepath.Clean(env.GlobalProfilesDir()) {
+			continue // the agent dir may live inside the project tree
+		}
+		out = append(out, ScanProfiles(pd, Project))
+	}
+	return out
+}
+
+// UntrustedProjectDirs lists the <dir>/.pi/facets directories between the
+// root and the working directory that exist but were not loaded because the
+// project is untrusted, so check can say what it skipped.
+func UntrustedProjectDirs(env Env) []string {
+	var out []string
+	global := filepath.Join(env.AgentDir, "facets")
+	for _, dir := range Ancestors(env.Cwd) {
+		fd := filepath.Join(dir, ".pi", "facets")
+		if filepath.Clean(fd) == filepath.Clean(global) {
+			continue
+		}
+		if fi, err := os.Stat(fd); err == nil && fi.IsDir() {
+			out = append(out, fd)
+		}
+	}
+	return out
+}

@@ -1,0 +1,56 @@
+package profiles
+
+import (
+	"fmt"
+	"path/filepath"
+)
+
+// Env locates the directories discovery starts from. Every field is an
+// absolute, cleaned path.
+type Env struct {
+	AgentDir string // Pi's agent dir: $PI_CODING_AGENT_DIR or ~/.pi/agent
+	Home     string // the user's home directory
+	Cwd      string // the working directory the Main Pi starts in
+}
+
+// NewEnv resolves the agent dir the way Pi does: getenv("PI_CODING_AGENT_DIR")
+// if set, else <home>/.pi/agent. A relative cwd is made absolute.
+func NewEnv(getenv func(string) string, home, cwd string) (Env, error) {
+	abs, err := filepath.Abs(cwd)
+	if err != nil {
+		return Env{}, fmt.Errorf("resolve working directory %s: %w", cwd, err)
+	}
+	agent := getenv("PI_CODING_AGENT_DIR")
+	if agent == "" {
+		if home == "" {
+			return Env{}, fmt.Errorf("cannot locate Pi's agent dir: neither PI_CODING_AGENT_DIR nor a home directory is set")
+		}
+		agent = filepath.Join(home, ".pi", "agent")
+	} else if !filepath.IsAbs(agent) {
+		agent = filepath.Join(abs, agent)
+	}
+	return Env{AgentDir: filepath.Clean(agent), Home: filepath.Clean(home), Cwd: abs}, nil
+}
+
+// Ancestors returns dir and each of its parents, from the filesystem root
+// down to dir.
+func Ancestors(dir string) []string {
+	var up []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		up = append(up, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	for i, j := 0, len(up)-1; i < j; i, j = i+1, j-1 {
+		up[i], up[j] = up[j], up[i]
+	}
+	return up
+}
+
+// GlobalProfilesDir is where global profiles live.
+func (e Env) GlobalProfilesDir() string { return filepath.Join(e.AgentDir, "facets", "profiles") }
+
+// ProjectProfilesDir is where a project directory keeps its profiles.
+func ProjectProfilesDir(dir string) string { return filepath.Join(dir, ".pi", "facets", "profiles") }
+

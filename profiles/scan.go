@@ -1,0 +1,267 @@
+package profiles
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Limits shared with the reference implementation.
+const (
+	MaxConfigBytes       = 262144 // config.json and legacy <name>.json
+	MaxInstructionsBytes = 262144 // instructions.md, 65,536 × 4 bytes
+	MaxInstructionsChars = 65536  // UTF-16 code units, as JavaScript counts
+	MaxMainBytes         = 262144 // MAIN.md
+)
+
+// Scope names where a profile was found.
+type Scope string
+
+// Profile scopes.
+const (
+	Global  Scope = "global"
+	Project Scope = "project"
+)
+
+// Form is how a profile is laid out on disk.
+type Form string
+
+// Profile forms.
+const (
+	Directory Form = "directory" // profiles/<name>/config.json
+	Legacy    Form = "legacy"    // profiles/<name>.json
+)
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// ValidName reports whether s is a legal profile name.
+func ValidName(s string) bool { return nameRE.MatchString(s) }
+
+// File is the content of one source file.
+type File struct {
+	Path    string
+	Content []byte
+}
+
+// Entry is one profile candidate in one scope, read from disk but not yet
+// validated against the schema. An entry with Problems is invalid.
+type Entry struct {
+	Name         string
+	Scope        Scope
+	Form         Form
+	Dir          string // the profile directory (directory form) or the profiles directory (legacy form)
+	ConfigPath   string
+	Config       []byte
+	Instructions *File // instructions.md, directory form only; nil when absent
+	Problems     []Problem
+}
+
+// ScopeProfiles is everything one profiles directory contributed.
+type ScopeProfiles struct {
+	Scope    Scope
+	Dir      string
+	Entries  []Entry   // sorted by name
+	Problems []Problem // problems not tied to one valid-looking entry
+}
+
+// Invalid reports whether the entry failed a filesystem-level check.
+func (e *Entry) Invalid() bool { return len(e.Problems) > 0 }
+
+// ScanProfiles reads one profiles directory. A missing directory yields an
+// empty result. Every subdirectory is a directory-form candidate and every
+// regular *.json file a legacy candidate; a name defined in both forms is
+// invalid, as is a name that breaks the naming rule.
+func ScanProfiles(dir string, scope Scope) ScopeProfiles {
+	out := ScopeProfiles{Scope: scope, Dir: dir}
+	des, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return out
+	}
+	if err != nil {
+		out.Problems = append(out.Problems, Problem{Path: dir, Code: "unreadable-profiles-dir",
+			Message: fmt.Sprintf("cannot read profiles directory: %v", unwrapPath(err)),
+			Hint:    "check the directory's permissions"})
+		if len(des) == 0 {
+			return out
+		}
+	}
+	type cand struct {
+		dir, legacy string
+	}
+	byName := map[string]*cand{}
+	var names []string
+	for _, de := range des {
+		p := filepath.Join(dir, de.Name())
+		fi, err := os.Stat(p)
+		if err != nil {
+			out.Problems = append(out.Problems, Problem{Path: p, Code: "unreadable-profile",
+				Message: fmt.Sprintf("cannot stat profile entry: %v", unwrapPath(err)),
+				Hint:    "remove the broken entry or fix its target"})
+			continue
+		}
+		var name string
+		switch {
+		case fi.IsDir():
+			name = de.Name()
+		case fi.Mode().IsRegular() && strings.HasSuffix(de.Name(), ".json"):
+			name = strings.TrimSuffix(de.Name(), ".json")
+		default:
+			continue
+		}
+		c := byName[name]
+		if c == nil {
+			c = &cand{}
+			byName[name] = c
+			names = append(names, name)
+		}
+		if fi.IsDir() {
+			c.dir = p
+		} else {
+			c.legacy = p
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		c := byName[name]
+		e := Entry{Name: name, Scope: scope}
+		switch {
+		case c.dir != "":
+			e.Form, e.Dir, e.ConfigPath = Directory, c.dir, filepath.Join(c.dir, "config.json")
+		default:
+			e.Form, e.Dir, e.ConfigPath = Legacy, dir, c.legacy
+		}
+		if !ValidName(name) {
+			e.Problems = append(e.Problems, Problem{Path: e.ConfigPath, Code: "invalid-profile-name", Subject: name,
+				Message: "profile entry name must be 1-64 characters using letters, numbers, dot, underscore, or hyphen",
+				Hint:    "rename the directory or file; start with a letter or digit"})
+		}
+		if c.dir != "" && c.legacy != "" {
+			e.Problems = append(e.Problems, Problem{Path: c.dir, Code: "duplicate-profile-form", Subject: name,
+				Message: fmt.Sprintf("duplicate profile '%s' is defined as both a JSON file and a directory", name),
+				Hint:    fmt.Sprintf("keep either %s/config.json or %s.json, not both", name, name)})
+		}
+		if len(e.Problems) == 0 {
+			e.Config, e.Problems = readLimited(e.ConfigPath, MaxConfigBytes, name, "config")
+		}
+		if len(e.Problems) == 0 && e.Form == Directory {
+			e.Instructions, e.Problems = readInstructions(filepath.Join(e.Dir, "instructions.md"), name)
+		}
+		out.Entries = append(out.Entries, e)
+	}
+	return out
+}
+
+// readLimited reads a regular file of at most max bytes without ever
+// reading more than max+1 bytes, so a huge file cannot exhaust memory.
+func readLimited(path string, max int64, subject, what string) ([]byte, []Problem) {
+	base := filepath.Base(path)
+	fail := func(code, msg, hint string) ([]byte, []Problem) {
+		return nil, []Problem{{Path: path, Code: code, Message: msg, Hint: hint, Subject: subject}}
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fail("missing-"+what, fmt.Sprintf("%s is missing", base),
+			fmt.Sprintf("create %s or remove the directory", base))
+	}
+	if err != nil {
+		return fail("unreadable-"+what, fmt.Sprintf("cannot read %s: %v", base, unwrapPath(err)), "check the file's permissions")
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fail("unreadable-"+what, fmt.Sprintf("cannot stat %s: %v", base, unwrapPath(err)), "check the file's permissions")
+	}
+	if !fi.Mode().IsRegular() {
+		return fail("not-regular-"+what, fmt.Sprintf("%s must be a regular file", base), "replace it with a regular file")
+	}
+	if fi.Size() > max {
+		return fail("oversized-"+what, fmt.Sprintf("%s exceeds %d bytes (it has %d)", base, max, fi.Size()),
+			"shorten the file")
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return fail("unreadable-"+what, fmt.Sprintf("cannot read %s: %v", base, unwrapPath(err)), "check the file's permissions")
+	}
+	if int64(len(b)) > max {
+		return fail("oversized-"+what, fmt.Sprintf("%s exceeds %d bytes", base, max), "shorten the file")
+	}
+	return b, nil
+}
+
+// readInstructions applies the instructions.md rules: absent means "use the
+// inline field"; anything else that is wrong invalidates the profile, with
+// no fallback to the inline text.
+func readInstructions(path, subject string) (*File, []Problem) {
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	b, probs := readLimited(path, MaxInstructionsBytes, subject, "instructions")
+	if len(probs) > 0 {
+		return nil, probs
+	}
+	if p, ok := checkText(path, b, subject, "instructions"); !ok {
+		return nil, []Problem{p}
+	}
+	if strings.TrimSpace(string(b)) == "" {
+		return nil, []Problem{{Path: path, Line: 1, Column: 1, Code: "empty-instructions", Subject: subject,
+			Message: "instructions.md must be a non-empty string", Hint: "write the instructions or delete the file"}}
+	}
+	if n := UTF16Len(string(b)); n > MaxInstructionsChars {
+		return nil, []Problem{{Path: path, Code: "oversized-instructions", Subject: subject,
+			Message: fmt.Sprintf("instructions.md exceeds %d characters (it has %d)", MaxInstructionsChars, n),
+			Hint:    "shorten the instructions"}}
+	}
+	return &File{Path: path, Content: b}, nil
+}
+
+// checkText rejects invalid UTF-8, naming the line and column of the first
+// bad byte, because decoding would otherwise replace it silently.
+func checkText(path string, b []byte, subject, what string) (Problem, bool) {
+	if utf8.Valid(b) {
+		return Problem{}, true
+	}
+	line, col := 1, 1
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return Problem{Path: path, Line: line, Column: col, Code: "invalid-utf8-" + what, Subject: subject,
+				Message: fmt.Sprintf("%s is not valid UTF-8 (byte 0x%02x)", filepath.Base(path), b[i]),
+				Hint:    "save the file as UTF-8"}, false
+		}
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+		i += size
+	}
+	return Problem{}, true
+}
+
+// UTF16Len counts UTF-16 code units, which is how the reference (JavaScript
+// .length) measures text limits.
+func UTF16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
+}
+
+// unwrapPath drops the path from *fs.PathError, because diagnostics already
+// name the file.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

@@ -1,0 +1,167 @@
+package profiles
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// PrivateSkills discovers the skills in <profileDir>/skills: every
+// directory holding a SKILL.md (without descending further, so a skill's
+// own files are never skills) and every *.md file directly in skills/.
+// Hidden entries and node_modules are skipped, and real paths are visited
+// once, which also stops symlink loops. Paths are returned depth-first in
+// sorted order.
+func PrivateSkills(profileDir, subject string) ([]string, []Problem) {
+	root := filepath.Join(profileDir, "skills")
+	var skills []string
+	var probs []Problem
+	visited := map[string]bool{}
+	var visit func(dir string, isRoot bool)
+	visit = func(dir string, isRoot bool) {
+		real, err := filepath.EvalSymlinks(dir)
+		if errors.Is(err, fs.ErrNotExist) && isRoot {
+			return
+		}
+		if err != nil {
+			probs = append(probs, Problem{Path: dir, Code: "unreadable-skills", Subject: subject,
+				Message: fmt.Sprintf("cannot resolve skills directory: %v", unwrapPath(err)),
+				Hint:    "remove the broken symlink or fix its target"})
+			return
+		}
+		if visited[real] {
+			return
+		}
+		visited[real] = true
+		if fi, err := os.Stat(filepath.Join(dir, "SKILL.md")); err == nil && fi.Mode().IsRegular() {
+			skills = append(skills, filepath.Join(dir, "SKILL.md"))
+			return
+		}
+		des, err := os.ReadDir(dir)
+		if err != nil {
+			probs = append(probs, Problem{Path: dir, Code: "unreadable-skills", Subject: subject,
+				Message: fmt.Sprintf("cannot read skills directory: %v", unwrapPath(err)),
+				Hint:    "check the directory's permissions"})
+			return
+		}
+		names := make([]string, 0, len(des))
+		for _, de := range des {
+			names = append(names, de.Name())
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			if strings.HasPrefix(name, ".") || name == "node_modules" {
+				continue
+			}
+			p := filepath.Join(dir, name)
+			fi, err := os.Stat(p)
+			if err != nil {
+				probs = append(probs, Problem{Path: p, Code: "unreadable-skills", Subject: subject,
+					Message: fmt.Sprintf("cannot stat skill entry: %v", unwrapPath(err)),
+					Hint:    "remove the broken entry or fix its target"})
+				continue
+			}
+			switch {
+			case fi.IsDir():
+				visit(p, false)
+			case isRoot && fi.Mode().IsRegular() && strings.HasSuffix(name, ".md"):
+				skills = append(skills, p)
+			}
+		}
+	}
+	visit(root, true)
+	return skills, probs
+}
+
+// IsNamedSkill reports whether a skills entry is a bare skill name rather
+// than a path: no separators, no leading dot, not absolute.
+func IsNamedSkill(ref string) bool {
+	ref = expandHome(ref, "")
+	return !strings.ContainsAny(ref, `/\`) && !strings.HasPrefix(ref, ".") && !filepath.IsAbs(ref)
+}
+
+// ResolveSkill finds a skills entry. A name is looked up in
+// <agentDir>/skills, then ~/.agents/skills, then (only when trusted) in
+// <dir>/.pi/skills and <dir>/.agents/skills for each ancestor, nearest
+// first. A path is resolved against baseDir (the directory holding the
+// profile file), regardless of trust. Each candidate matches as a file, a
+// directory with SKILL.md, or the same with ".md" appended.
+func ResolveSkill(ref, baseDir string, env Env, trusted bool) (string, bool) {
+	ref = expandHome(ref, env.Home)
+	var cands []string
+	if IsNamedSkill(ref) {
+		cands = append(cands, filepath.Join(env.AgentDir, "skills", ref), filepath.Join(env.Home, ".agents", "skills", ref))
+		if trusted {
+			up := Ancestors(env.Cwd)
+			for i := len(up) - 1; i >= 0; i-- {
+				cands = append(cands, filepath.Join(up[i], ".pi", "skills", ref), filepath.Join(up[i], ".agents", "skills", ref))
+			}
+		}
+	} else if filepath.IsAbs(ref) {
+		cands = append(cands, filepath.Clean(ref))
+	} else {
+		cands = append(cands, filepath.Join(baseDir, ref))
+	}
+	for _, c := range cands {
+		if p, ok := skillAt(c); ok {
+			return p, true
+		}
+		if p, ok := skillAt(c + ".md"); ok {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+func skillAt(p string) (string, bool) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return "", false
+	}
+	if fi.Mode().IsRegular() {
+		return p, true
+	}
+	if fi.IsDir() {
+		s := filepath.Join(p, "SKILL.md")
+		if sf, err := os.Stat(s); err == nil && sf.Mode().IsRegular() {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+func expandHome(ref, home string) string {
+	switch {
+	case ref == "~":
+		return home
+	case strings.HasPrefix(ref, "~/"):
+		if home == "" {
+			return ref
+		}
+		return filepath.Join(home, ref[2:])
+	}
+	return ref
+}
+
+// DedupeByRealPath removes later paths that resolve to the same file as an
+// earlier one, so a symlinked skill is passed to Pi once.
+func DedupeByRealPath(paths []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range paths {
+		key := p
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			key = r
+		}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, p)
+	}
+	return out
+}
