@@ -53,4 +53,3 @@ func (e Env) GlobalProfilesDir() string { return filepath.Join(e.AgentDir, "face
 
 // ProjectProfilesDir is where a project directory keeps its profiles.
 func ProjectProfilesDir(dir string) string { return filepath.Join(dir, ".pi", "facets", "profiles") }
-

@@ -61,4 +61,3 @@ func MainFiles(env Env, trusted bool) ([]MainFile, []Problem) {
 	}
 	return files, probs
 }
-
