@@ -1,0 +1,506 @@
+package herdr
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// Errors a caller may want to tell apart; every one is wrapped with context.
+var (
+	ErrTooOld           = errors.New("herdr is too old")
+	ErrNotInHerdr       = errors.New("not running inside a Herdr pane (HERDR_ENV=1 and HERDR_WORKSPACE_ID are required)")
+	ErrServerNotRunning = errors.New("no Herdr server is running")
+	ErrTabIDMissing     = errors.New("herdr tab create response did not contain a tab ID; automatic cleanup is unavailable")
+	ErrSecretOnArgv     = errors.New("refusing to put a secret on a command line")
+)
+
+// Timeouts bound each herdr call. Zero fields take the default of
+// DefaultTimeouts.
+type Timeouts struct {
+	Check, Create, Start, Mark, Prompt, Status, Exists, Close time.Duration
+}
+
+// DefaultTimeouts are the reference adapter's limits. Start exceeds the
+// 60 s readiness wait passed to herdr so herdr's own timeout answers first.
+func DefaultTimeouts() Timeouts {
+	return Timeouts{
+		Check:  3 * time.Second,
+		Create: 15 * time.Second,
+		Start:  70 * time.Second,
+		Mark:   10 * time.Second,
+		Prompt: 20 * time.Second,
+		Status: 3 * time.Second,
+		Exists: 3 * time.Second,
+		Close:  10 * time.Second,
+	}
+}
+
+// agentReadyTimeoutMS is passed as agent start --timeout: how long herdr
+// waits for Pi to become ready.
+const agentReadyTimeoutMS = 60000
+
+// CLI is the Surface implemented by running the herdr command line.
+type CLI struct {
+	// Runner runs herdr; an ExecRunner in production, the same one pointed
+	// at a fake binary in tests.
+	Runner Runner
+	// Getenv reads this process's environment (HERDR_ENV,
+	// HERDR_WORKSPACE_ID); nil means os.Getenv is not consulted and every
+	// variable is empty.
+	Getenv func(string) string
+	// Timeouts per call; zero fields use DefaultTimeouts.
+	Timeouts Timeouts
+}
+
+var _ Surface = (*CLI)(nil)
+
+// CommandError is a herdr invocation that exited non-zero.
+type CommandError struct {
+	Command  string // e.g. "tab create"
+	ExitCode int
+	Code     string // herdr's error code, when it printed an error envelope
+	Message  string // herdr's error message, or an excerpt of its output
+}
+
+func (e *CommandError) Error() string {
+	if e.Code != "" {
+		return fmt.Sprintf("herdr %s: %s: %s", e.Command, e.Code, e.Message)
+	}
+	if e.Message == "" {
+		return fmt.Sprintf("herdr %s: exit status %d", e.Command, e.ExitCode)
+	}
+	return fmt.Sprintf("herdr %s: exit status %d: %s", e.Command, e.ExitCode, e.Message)
+}
+
+func (c *CLI) getenv(name string) string {
+	if c.Getenv == nil {
+		return ""
+	}
+	return c.Getenv(name)
+}
+
+func (c *CLI) timeout(pick func(Timeouts) time.Duration) time.Duration {
+	if d := pick(c.Timeouts); d > 0 {
+		return d
+	}
+	return pick(DefaultTimeouts())
+}
+
+// run executes one herdr command. The Result is returned even on error so
+// tab create can still recover a tab ID from a failed call.
+func (c *CLI) run(ctx context.Context, command string, limit time.Duration, args []string) (Result, error) {
+	if c.Runner == nil {
+		return Result{}, fmt.Errorf("herdr %s: no runner configured", command)
+	}
+	runCtx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	res, err := c.Runner.Run(runCtx, args)
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return res, fmt.Errorf("herdr %s: no answer within %s: %w", command, limit, err)
+		}
+		return res, fmt.Errorf("herdr %s: %w", command, err)
+	}
+	if res.ExitCode != 0 {
+		return res, commandError(command, res)
+	}
+	return res, nil
+}
+
+func commandError(command string, res Result) *CommandError {
+	e := &CommandError{Command: command, ExitCode: res.ExitCode}
+	if he, ok := parseErrorEnvelope(res.Stderr); ok {
+		e.Code, e.Message = he.Code, he.Message
+		return e
+	}
+	out := res.Stderr
+	if len(strings.TrimSpace(string(out))) == 0 {
+		out = res.Stdout
+	}
+	e.Message = excerpt(out)
+	return e
+}
+
+// hasCode reports whether err is a herdr error envelope with that code.
+func hasCode(err error, code string) bool {
+	var ce *CommandError
+	return errors.As(err, &ce) && ce.Code == code
+}
+
+// Check verifies the installed herdr is new enough, that this process runs
+// inside a Herdr pane, and that the server answers. It never suggests a
+// fallback: without Herdr, Facets cannot launch a Sub.
+func (c *CLI) Check(ctx context.Context) error {
+	limit := c.timeout(func(t Timeouts) time.Duration { return t.Check })
+	res, err := c.run(ctx, "--version", limit, []string{"--version"})
+	if err != nil {
+		return fmt.Errorf("facets requires Herdr %s or newer: %w", MinVersion, err)
+	}
+	v, err := parseVersion(firstLine(res.Stdout))
+	if err != nil {
+		return fmt.Errorf("herdr --version: %w", err)
+	}
+	if v.Less(MinVersion) {
+		return fmt.Errorf("%w: found %s, Facets requires %s or newer", ErrTooOld, v, MinVersion)
+	}
+	if c.getenv("HERDR_ENV") != "1" || c.getenv("HERDR_WORKSPACE_ID") == "" {
+		return ErrNotInHerdr
+	}
+	// Plain "status server" exits 0 even when no server runs, so only the
+	// JSON form can answer the question.
+	res, err = c.run(ctx, "status server", limit, []string{"status", "server", "--json"})
+	if err != nil {
+		return err
+	}
+	raw, err := parseEnvelope(res.Stdout)
+	if err != nil {
+		return fmt.Errorf("herdr status server: %w", err)
+	}
+	var st struct {
+		Running    *bool   `json:"running"`
+		Version    *string `json:"version"`
+		Compatible *bool   `json:"compatible"`
+		Socket     string  `json:"socket"`
+	}
+	if err := json.Unmarshal(raw, &st); err != nil || st.Running == nil {
+		return fmt.Errorf("herdr status server: unexpected response %q", excerpt(raw))
+	}
+	if !*st.Running {
+		return fmt.Errorf("%w at %s; start Herdr first", ErrServerNotRunning, st.Socket)
+	}
+	if st.Compatible != nil && !*st.Compatible {
+		return fmt.Errorf("herdr status server: the running server speaks another protocol than this herdr binary; restart Herdr")
+	}
+	if st.Version != nil {
+		if sv, err := parseVersion(*st.Version); err == nil && sv.Less(MinVersion) {
+			return fmt.Errorf("%w: the running server is %s, Facets requires %s or newer", ErrTooOld, sv, MinVersion)
+		}
+	}
+	return nil
+}
+
+func firstLine(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// TokenEnv is the variable the reference used for the Sub's capability
+// token. Herdr's tab create only takes variables as --env K=V arguments,
+// visible to every local user in the process table, so it is refused.
+const TokenEnv = "PI_FACETS_TOKEN"
+
+// TokenFileEnv names the variable that carries the path of the Sub's token
+// file instead of the token itself.
+const TokenFileEnv = "PI_FACETS_TOKEN_FILE"
+
+// CreateTab runs `herdr tab create` in the current workspace without
+// focusing the new tab.
+func (c *CLI) CreateTab(ctx context.Context, spec TabSpec) (Handle, error) {
+	const command = "tab create"
+	workspace := c.getenv("HERDR_WORKSPACE_ID")
+	if workspace == "" {
+		return Handle{}, fmt.Errorf("herdr %s: %w", command, ErrNotInHerdr)
+	}
+	if spec.Cwd == "" {
+		return Handle{}, fmt.Errorf("herdr %s: no working directory", command)
+	}
+	args := []string{"tab", "create", "--workspace", workspace, "--cwd", spec.Cwd, "--label", TabLabel(spec.Title)}
+	for _, v := range spec.Env {
+		if err := checkEnvVar(v); err != nil {
+			return Handle{}, fmt.Errorf("herdr %s: %w", command, err)
+		}
+		args = append(args, "--env", v.Name+"="+v.Value)
+	}
+	args = append(args, "--no-focus")
+
+	res, runErr := c.run(ctx, command, c.timeout(func(t Timeouts) time.Duration { return t.Create }), args)
+	var created struct {
+		Tab *struct {
+			TabID string `json:"tab_id"`
+			ID    string `json:"id"`
+		} `json:"tab"`
+		RootPane *struct {
+			PaneID string `json:"pane_id"`
+		} `json:"root_pane"`
+		Pane *struct {
+			PaneID string `json:"pane_id"`
+		} `json:"pane"`
+	}
+	raw, parseErr := parseEnvelope(res.Stdout)
+	if parseErr == nil {
+		parseErr = json.Unmarshal(raw, &created)
+	}
+	var h Handle
+	if parseErr == nil && created.Tab != nil {
+		h.TabID = first(created.Tab.TabID, created.Tab.ID)
+	}
+	if parseErr == nil && created.RootPane != nil {
+		h.PaneID = created.RootPane.PaneID
+	}
+	if h.PaneID == "" && parseErr == nil && created.Pane != nil {
+		h.PaneID = created.Pane.PaneID
+	}
+	switch {
+	case h.TabID == "" && runErr != nil:
+		return Handle{}, runErr
+	case h.TabID == "" && parseErr != nil:
+		return Handle{}, fmt.Errorf("%w: %v", ErrTabIDMissing, parseErr)
+	case h.TabID == "":
+		return Handle{}, fmt.Errorf("%w: %q", ErrTabIDMissing, excerpt(res.Stdout))
+	case runErr != nil:
+		return h, runErr
+	case h.PaneID == "":
+		return h, fmt.Errorf("herdr %s: response for tab %s did not contain a root pane ID", command, h.TabID)
+	}
+	return h, nil
+}
+
+func first(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func checkEnvVar(v EnvVar) error {
+	switch {
+	case v.Name == "" || strings.ContainsAny(v.Name, "=\x00"):
+		return fmt.Errorf("invalid environment variable name %q", v.Name)
+	case strings.ContainsRune(v.Value, 0):
+		return fmt.Errorf("environment variable %s contains a NUL byte", v.Name)
+	case v.Name == TokenEnv:
+		return fmt.Errorf("%w: pass the token by file (%s), not as %s", ErrSecretOnArgv, TokenFileEnv, TokenEnv)
+	}
+	return nil
+}
+
+// TabLabel is the tab label for a Sub title: "↳ pi · " and the title with
+// control characters blanked, whitespace collapsed and at most 48 runes.
+func TabLabel(title string) string {
+	return "↳ pi · " + NormalizeTitle(title)
+}
+
+// NormalizeTitle makes a title fit for a tab label and an agent name.
+func NormalizeTitle(title string) string {
+	title = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, title)
+	title = strings.Join(strings.Fields(title), " ")
+	if r := []rune(title); len(r) > 48 {
+		title = strings.TrimSpace(string(r[:48]))
+	}
+	if title == "" {
+		return "delegated task"
+	}
+	return title
+}
+
+var agentNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
+
+// AgentName is the Herdr agent name of a run: "sub-" and the first 20 of
+// the run ID's characters Herdr allows in a name.
+func AgentName(runID string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(runID) {
+		if b.Len() == 20 {
+			break
+		}
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+			b.WriteRune(r)
+		}
+	}
+	return "sub-" + b.String()
+}
+
+// StartAgent runs `herdr agent start NAME --kind pi` in the tab's root pane.
+// herdr itself waits, up to 60 s, until Pi is detected and ready for input,
+// so a nil error means the agent is ready.
+func (c *CLI) StartAgent(ctx context.Context, h Handle, spec AgentSpec) (Handle, error) {
+	const command = "agent start"
+	if h.PaneID == "" {
+		return h, fmt.Errorf("herdr %s: no pane", command)
+	}
+	if !agentNameRE.MatchString(spec.Name) {
+		return h, fmt.Errorf("herdr %s: invalid agent name %q", command, spec.Name)
+	}
+	args := []string{"agent", "start", spec.Name, "--kind", "pi", "--pane", h.PaneID,
+		"--timeout", strconv.Itoa(agentReadyTimeoutMS)}
+	if len(spec.Args) > 0 {
+		args = append(append(args, "--"), spec.Args...)
+	}
+	res, err := c.run(ctx, command, c.timeout(func(t Timeouts) time.Duration { return t.Start }), args)
+	if err != nil {
+		return h, err
+	}
+	var started struct {
+		Type  string `json:"type"`
+		Agent *struct {
+			Name   string `json:"name"`
+			PaneID string `json:"pane_id"`
+		} `json:"agent"`
+	}
+	if err := decodeResult(res.Stdout, &started); err != nil {
+		return h, fmt.Errorf("herdr %s: %w", command, err)
+	}
+	if started.Type != "agent_started" || started.Agent == nil || started.Agent.PaneID != h.PaneID {
+		return h, fmt.Errorf("herdr %s: unexpected response %q", command, excerpt(res.Stdout))
+	}
+	h.Agent = spec.Name
+	return h, nil
+}
+
+func decodeResult(stdout []byte, v any) error {
+	raw, err := parseEnvelope(stdout)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("unexpected response %q: %v", excerpt(raw), err)
+	}
+	return nil
+}
+
+// ReportMetadata runs `herdr pane report-metadata` with the facets_* tokens
+// the visibility plugin filters on.
+func (c *CLI) ReportMetadata(ctx context.Context, h Handle, m Metadata) error {
+	const command = "pane report-metadata"
+	if h.PaneID == "" {
+		return fmt.Errorf("herdr %s: no pane", command)
+	}
+	args := []string{"pane", "report-metadata", h.PaneID, "--source", "facets",
+		"--token", "facets_role=sub",
+		"--token", "facets_main_session=" + m.MainSession,
+		"--token", "facets_run_id=" + m.RunID,
+		"--token", "facets_profile=" + m.Profile,
+	}
+	_, err := c.run(ctx, command, c.timeout(func(t Timeouts) time.Duration { return t.Mark }), args)
+	return err
+}
+
+// Prompt runs `herdr agent prompt NAME TEXT`, which submits the text so
+// Herdr observes the agent's turn to working.
+func (c *CLI) Prompt(ctx context.Context, h Handle, text string) error {
+	const command = "agent prompt"
+	if h.Agent == "" {
+		return fmt.Errorf("herdr %s: no agent", command)
+	}
+	if strings.TrimSpace(text) == "" {
+		return fmt.Errorf("herdr %s: empty prompt", command)
+	}
+	res, err := c.run(ctx, command, c.timeout(func(t Timeouts) time.Duration { return t.Prompt }),
+		[]string{"agent", "prompt", h.Agent, text})
+	if err != nil {
+		return err
+	}
+	var prompted struct {
+		Type string `json:"type"`
+	}
+	if err := decodeResult(res.Stdout, &prompted); err != nil {
+		return fmt.Errorf("herdr %s: %w", command, err)
+	}
+	if prompted.Type != "agent_prompted" {
+		return fmt.Errorf("herdr %s: unexpected response %q", command, excerpt(res.Stdout))
+	}
+	return nil
+}
+
+// Status runs `herdr agent get PANE`. The answer counts only if it is about
+// the same pane (and tab, when known); Herdr's "done" is idle.
+func (c *CLI) Status(ctx context.Context, h Handle) (Status, error) {
+	const command = "agent get"
+	if h.PaneID == "" {
+		return StatusUnknown, fmt.Errorf("herdr %s: no pane", command)
+	}
+	res, err := c.run(ctx, command, c.timeout(func(t Timeouts) time.Duration { return t.Status }),
+		[]string{"agent", "get", h.PaneID})
+	if err != nil {
+		return StatusUnknown, err
+	}
+	var info struct {
+		Agent *struct {
+			PaneID      string `json:"pane_id"`
+			TabID       string `json:"tab_id"`
+			AgentStatus string `json:"agent_status"`
+		} `json:"agent"`
+	}
+	if err := decodeResult(res.Stdout, &info); err != nil {
+		return StatusUnknown, fmt.Errorf("herdr %s: %w", command, err)
+	}
+	switch {
+	case info.Agent == nil:
+		return StatusUnknown, fmt.Errorf("herdr %s: response has no agent: %q", command, excerpt(res.Stdout))
+	case info.Agent.PaneID != h.PaneID:
+		return StatusUnknown, fmt.Errorf("herdr %s: answered for pane %q, not %s", command, info.Agent.PaneID, h.PaneID)
+	case h.TabID != "" && info.Agent.TabID != h.TabID:
+		return StatusUnknown, fmt.Errorf("herdr %s: pane %s is in tab %q, not %s", command, h.PaneID, info.Agent.TabID, h.TabID)
+	}
+	switch s := info.Agent.AgentStatus; s {
+	case "working":
+		return StatusWorking, nil
+	case "blocked":
+		return StatusBlocked, nil
+	case "idle", "done":
+		return StatusIdle, nil
+	default:
+		return StatusUnknown, fmt.Errorf("herdr %s: agent status %q", command, s)
+	}
+}
+
+// TabExists runs `herdr tab get TAB`: present when herdr describes that tab,
+// gone only on herdr's tab_not_found, uncertain on anything else.
+func (c *CLI) TabExists(ctx context.Context, tabID string) (Existence, error) {
+	const command = "tab get"
+	if tabID == "" {
+		return TabUncertain, fmt.Errorf("herdr %s: no tab", command)
+	}
+	res, err := c.run(ctx, command, c.timeout(func(t Timeouts) time.Duration { return t.Exists }),
+		[]string{"tab", "get", tabID})
+	if hasCode(err, "tab_not_found") {
+		return TabGone, nil
+	}
+	if err != nil {
+		return TabUncertain, err
+	}
+	var info struct {
+		Tab *struct {
+			TabID string `json:"tab_id"`
+		} `json:"tab"`
+	}
+	if err := decodeResult(res.Stdout, &info); err != nil {
+		return TabUncertain, fmt.Errorf("herdr %s: %w", command, err)
+	}
+	if info.Tab == nil || info.Tab.TabID != tabID {
+		return TabUncertain, fmt.Errorf("herdr %s: response is not about tab %s: %q", command, tabID, excerpt(res.Stdout))
+	}
+	return TabPresent, nil
+}
+
+// CloseTab runs `herdr tab close TAB`. Herdr never reuses tab IDs, so its
+// tab_not_found means the tab is already closed, which is success.
+func (c *CLI) CloseTab(ctx context.Context, h Handle) error {
+	const command = "tab close"
+	if h.TabID == "" {
+		return nil
+	}
+	_, err := c.run(ctx, command, c.timeout(func(t Timeouts) time.Duration { return t.Close }),
+		[]string{"tab", "close", h.TabID})
+	if hasCode(err, "tab_not_found") {
+		return nil
+	}
+	return err
+}

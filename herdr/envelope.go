@@ -1,0 +1,137 @@
+package herdr
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// errNoJSON means herdr printed nothing that parses as a JSON object.
+var errNoJSON = errors.New("herdr returned no JSON response")
+
+// parseEnvelope finds herdr's response in stdout. herdr prints one compact
+// line, but a wrapper or shell may add lines around it, so the lines are
+// scanned from last to first and the first JSON object wins. The object's
+// "result" member is returned when present, else the whole object.
+func parseEnvelope(stdout []byte) (json.RawMessage, error) {
+	lines := bytes.Split(stdout, []byte("\n"))
+	for i := len(lines) - 1; i >= 0; i-- {
+		line := bytes.TrimSpace(lines[i])
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(line, &obj); err != nil || obj == nil {
+			continue
+		}
+		if res, ok := obj["result"]; ok && isObject(res) {
+			return res, nil
+		}
+		return json.RawMessage(line), nil
+	}
+	return nil, fmt.Errorf("%w: %q", errNoJSON, excerpt(stdout))
+}
+
+func isObject(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
+}
+
+// herdrError is the error member of herdr's error envelope.
+type herdrError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// parseErrorEnvelope extracts {"error":{"code","message"}} from stderr,
+// reporting false when stderr holds no such envelope (usage text, a Rust
+// io::Error, nothing).
+func parseErrorEnvelope(stderr []byte) (herdrError, bool) {
+	lines := bytes.Split(stderr, []byte("\n"))
+	for i := len(lines) - 1; i >= 0; i-- {
+		line := bytes.TrimSpace(lines[i])
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		var env struct {
+			Error *herdrError `json:"error"`
+		}
+		if err := json.Unmarshal(line, &env); err != nil || env.Error == nil || env.Error.Code == "" {
+			continue
+		}
+		return *env.Error, true
+	}
+	return herdrError{}, false
+}
+
+// excerpt shortens herdr output for an error message, keeping it valid UTF-8.
+func excerpt(b []byte) string {
+	const max = 300
+	s := strings.TrimSpace(string(b))
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// Version is a Herdr release number.
+type Version struct{ Major, Minor, Patch int }
+
+func (v Version) String() string { return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch) }
+
+// Less reports whether v is an older release than w.
+func (v Version) Less(w Version) bool {
+	if v.Major != w.Major {
+		return v.Major < w.Major
+	}
+	if v.Minor != w.Minor {
+		return v.Minor < w.Minor
+	}
+	return v.Patch < w.Patch
+}
+
+// MinVersion is the oldest Herdr with everything Facets calls: tab create
+// --env (0.7.0), agent start --kind / agent prompt / agent.view.set and
+// plugin [[startup]] hooks (0.7.5).
+var MinVersion = Version{0, 7, 5}
+
+// parseVersion reads "herdr 0.8.2" (as printed by herdr --version) or a bare
+// "0.8.2"; pre-release and build suffixes are ignored.
+func parseVersion(s string) (Version, error) {
+	fields := strings.Fields(s)
+	if len(fields) == 0 {
+		return Version{}, fmt.Errorf("empty version")
+	}
+	word := fields[0]
+	if word == "herdr" {
+		if len(fields) < 2 {
+			return Version{}, fmt.Errorf("no version number in %q", excerpt([]byte(s)))
+		}
+		word = fields[1]
+	}
+	word = strings.TrimPrefix(word, "v")
+	if i := strings.IndexAny(word, "-+"); i >= 0 {
+		word = word[:i]
+	}
+	parts := strings.Split(word, ".")
+	if len(parts) != 3 {
+		return Version{}, fmt.Errorf("malformed version %q", excerpt([]byte(s)))
+	}
+	var nums [3]int
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return Version{}, fmt.Errorf("malformed version %q", excerpt([]byte(s)))
+		}
+		nums[i] = n
+	}
+	return Version{nums[0], nums[1], nums[2]}, nil
+}

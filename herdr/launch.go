@@ -1,0 +1,127 @@
+package herdr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// LaunchRequest is everything needed to open a Sub in a new tab.
+type LaunchRequest struct {
+	RunID string
+	Title string
+	Cwd   string
+	// Env is set in the tab; it appears on herdr's command line, so it must
+	// hold no secret (PI_FACETS_TOKEN is refused).
+	Env []EnvVar
+	// TokenFile is the absolute path of a file, readable by its owner
+	// only, that holds the Sub's capability token. Only the path travels,
+	// as PI_FACETS_TOKEN_FILE.
+	TokenFile string
+	// Args are the pi arguments.
+	Args     []string
+	Metadata Metadata
+	// Task is the first prompt.
+	Task string
+}
+
+// CleanupError is a launch that failed after its tab existed and whose
+// rollback close failed too. The tab may still be open: keep Handle and
+// retry CloseTab.
+type CleanupError struct {
+	Handle  Handle
+	Launch  error
+	Cleanup error
+}
+
+func (e *CleanupError) Error() string {
+	return fmt.Sprintf("sub launch failed: %v; tab %s cleanup also failed: %v", e.Launch, e.Handle.TabID, e.Cleanup)
+}
+
+// Unwrap exposes both failures to errors.Is and errors.As.
+func (e *CleanupError) Unwrap() []error { return []error{e.Launch, e.Cleanup} }
+
+// Launch creates the tab, starts Pi in it, marks the pane as a Facets Sub
+// and submits the task. Once a tab exists, any failure or cancellation of
+// ctx closes it again using a context that is not cancelled; when that close
+// fails too the error is a *CleanupError carrying the Handle. On success the
+// Handle names tab, pane and agent.
+func Launch(ctx context.Context, s Surface, req LaunchRequest) (Handle, error) {
+	if err := ctx.Err(); err != nil {
+		return Handle{}, fmt.Errorf("herdr launch: %w", err)
+	}
+	if err := checkTokenFile(req.TokenFile); err != nil {
+		return Handle{}, fmt.Errorf("herdr launch: %w", err)
+	}
+	env := make([]EnvVar, 0, len(req.Env)+1)
+	for _, v := range req.Env {
+		if v.Name == TokenEnv || v.Name == TokenFileEnv {
+			return Handle{}, fmt.Errorf("herdr launch: %w: %s must not be set in Env", ErrSecretOnArgv, v.Name)
+		}
+		env = append(env, v)
+	}
+	env = append(env, EnvVar{Name: TokenFileEnv, Value: req.TokenFile})
+
+	h, err := s.CreateTab(ctx, TabSpec{Cwd: req.Cwd, Title: req.Title, Env: env})
+	if h.TabID == "" {
+		if err == nil {
+			err = ErrTabIDMissing
+		}
+		return Handle{}, fmt.Errorf("herdr launch: %w", err)
+	}
+	steps := []func() error{
+		func() error { return err },
+		func() error {
+			started, err := s.StartAgent(ctx, h, AgentSpec{Name: AgentName(req.RunID), Args: req.Args})
+			if err == nil {
+				h = started
+			}
+			return err
+		},
+		func() error { return s.ReportMetadata(ctx, h, req.Metadata) },
+		func() error { return s.Prompt(ctx, h, req.Task) },
+	}
+	for _, step := range steps {
+		err := step()
+		if err == nil {
+			err = ctx.Err()
+		}
+		if err != nil {
+			return rollback(ctx, s, h, err)
+		}
+	}
+	return h, nil
+}
+
+// rollback closes a half-launched tab. The caller's ctx may be the reason
+// for the rollback, so its cancellation must not stop the close.
+func rollback(ctx context.Context, s Surface, h Handle, cause error) (Handle, error) {
+	if cerr := s.CloseTab(context.WithoutCancel(ctx), h); cerr != nil {
+		return h, &CleanupError{Handle: h, Launch: cause, Cleanup: cerr}
+	}
+	return Handle{}, fmt.Errorf("herdr launch (tab %s closed): %w", h.TabID, cause)
+}
+
+// checkTokenFile insists on an owner-only regular file, so moving the token
+// off the command line does not just move it to a world-readable place.
+func checkTokenFile(path string) error {
+	if path == "" {
+		return errors.New("no token file")
+	}
+	if !filepath.IsAbs(path) {
+		return fmt.Errorf("token file %q is not an absolute path", path)
+	}
+	info, err := os.Lstat(path)
+	if err != nil {
+		return fmt.Errorf("token file: %w", err)
+	}
+	if !info.Mode().IsRegular() {
+		return fmt.Errorf("token file %s is not a regular file", path)
+	}
+	if info.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("token file %s is accessible to other users (mode %v)", path, info.Mode().Perm())
+	}
+	return nil
+}

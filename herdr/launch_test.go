@@ -1,0 +1,341 @@
+package herdr
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const testRunID = "3F2A9C1E-77B0-4D5A-9E21-0C4B8D6F1A23"
+
+func (f *fixture) request() LaunchRequest {
+	tokenFile, _ := f.tokenFile()
+	return LaunchRequest{
+		RunID: testRunID,
+		Title: "Review\tauth  refresh",
+		Cwd:   "/repo",
+		Env: []EnvVar{
+			{Name: "PI_FACETS_ROLE", Value: "sub"},
+			{Name: "PI_FACETS_CHANNEL", Value: "/run/user/1000/pi-facets-1000/main/run"},
+		},
+		TokenFile: tokenFile,
+		Args:      []string{"--no-extensions", "-e", "/opt/facets/bridge.ts", "--no-session", "--tools", "read,talk"},
+		Metadata:  Metadata{MainSession: "main-session-1", RunID: testRunID, Profile: "reviewer"},
+		Task:      "--review the refresh flow",
+	}
+}
+
+func TestLaunchOpensTabStartsAgentMarksAndPrompts(t *testing.T) {
+	f := newFixture(t)
+	req := f.request()
+	h, err := Launch(context.Background(), f.cli, req)
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	want := Handle{TabID: "w1:t2", PaneID: "w1:p2", Agent: "sub-3f2a9c1e-77b0-4d5a-9"}
+	if diff := cmp.Diff(want, h); diff != "" {
+		t.Errorf("handle (-want +got):\n%s", diff)
+	}
+	st := f.state()
+	tab := st.Tabs["w1:t2"]
+	if tab.Label != "↳ pi · Review auth refresh" {
+		t.Errorf("tab label = %q", tab.Label)
+	}
+	wantEnv := map[string]string{
+		"PI_FACETS_ROLE":       "sub",
+		"PI_FACETS_CHANNEL":    "/run/user/1000/pi-facets-1000/main/run",
+		"PI_FACETS_TOKEN_FILE": req.TokenFile,
+	}
+	if diff := cmp.Diff(wantEnv, tab.Env); diff != "" {
+		t.Errorf("tab env (-want +got):\n%s", diff)
+	}
+	p := st.Panes["w1:p2"]
+	wantTokens := map[string]string{
+		"facets_role": "sub", "facets_main_session": "main-session-1",
+		"facets_run_id": testRunID, "facets_profile": "reviewer",
+	}
+	if diff := cmp.Diff(wantTokens, p.Tokens); diff != "" {
+		t.Errorf("pane tokens (-want +got):\n%s", diff)
+	}
+	if p.Source != "facets" {
+		t.Errorf("metadata source = %q", p.Source)
+	}
+	if p.Agent == nil {
+		t.Fatal("no agent in the new pane")
+	}
+	if diff := cmp.Diff(req.Args, p.Agent.Args); diff != "" {
+		t.Errorf("pi args (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{req.Task}, p.Agent.Prompts); diff != "" {
+		t.Errorf("prompts (-want +got):\n%s", diff)
+	}
+}
+
+// TestLaunchArgvGolden pins every command line the adapter runs, so a change
+// of flags is a visible diff to check against Herdr's contract.
+func TestLaunchArgvGolden(t *testing.T) {
+	f := newFixture(t)
+	req := f.request()
+	ctx := context.Background()
+	if err := f.cli.Check(ctx); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	h, err := Launch(ctx, f.cli, req)
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	if s, err := f.cli.Status(ctx, h); s != StatusWorking || err != nil {
+		t.Fatalf("Status = %v, %v", s, err)
+	}
+	if e, err := f.cli.TabExists(ctx, h.TabID); e != TabPresent || err != nil {
+		t.Fatalf("TabExists = %v, %v", e, err)
+	}
+	if err := f.cli.CloseTab(ctx, h); err != nil {
+		t.Fatalf("CloseTab: %v", err)
+	}
+	var buf bytes.Buffer
+	for _, c := range f.calls() {
+		line, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf.Write(line)
+		buf.WriteByte('\n')
+	}
+	got := strings.ReplaceAll(buf.String(), req.TokenFile, "$TOKEN_FILE")
+	got = strings.ReplaceAll(got, f.dir, "$STATE")
+	golden(t, "launch.golden", []byte(got))
+}
+
+func TestLaunchKeepsTokenOffCommandLines(t *testing.T) {
+	f := newFixture(t)
+	req := f.request()
+	token, err := os.ReadFile(req.TokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := strings.TrimSpace(string(token))
+	if _, err := Launch(context.Background(), f.cli, req); err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	calls := f.calls()
+	if len(calls) == 0 {
+		t.Fatal("no herdr calls recorded")
+	}
+	for _, c := range calls {
+		line, _ := json.Marshal(c)
+		if strings.Contains(string(line), secret) {
+			t.Errorf("token appears in herdr call %s", line)
+		}
+	}
+}
+
+func TestLaunchRefusesSecretsAndUnsafeTokenFiles(t *testing.T) {
+	f := newFixture(t)
+	cases := map[string]func(*LaunchRequest){
+		"token in env": func(r *LaunchRequest) {
+			r.Env = append(r.Env, EnvVar{Name: TokenEnv, Value: "secret"})
+		},
+		"token file in env": func(r *LaunchRequest) {
+			r.Env = append(r.Env, EnvVar{Name: TokenFileEnv, Value: "/elsewhere"})
+		},
+		"no token file":       func(r *LaunchRequest) { r.TokenFile = "" },
+		"relative token file": func(r *LaunchRequest) { r.TokenFile = "token" },
+		"readable by others": func(r *LaunchRequest) {
+			if err := os.Chmod(r.TokenFile, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"token file is a directory": func(r *LaunchRequest) { r.TokenFile = t.TempDir() },
+	}
+	for name, mutate := range cases {
+		t.Run(name, func(t *testing.T) {
+			req := f.request()
+			mutate(&req)
+			if _, err := Launch(context.Background(), f.cli, req); err == nil {
+				t.Fatal("Launch succeeded")
+			}
+		})
+	}
+	if calls := f.calls(); len(calls) != 0 {
+		t.Errorf("refused launches still ran herdr: %v", f.commands())
+	}
+	_, err := f.cli.CreateTab(context.Background(), TabSpec{Cwd: "/", Env: []EnvVar{{Name: TokenEnv, Value: "x"}}})
+	if !errors.Is(err, ErrSecretOnArgv) {
+		t.Errorf("CreateTab with %s: err = %v, want ErrSecretOnArgv", TokenEnv, err)
+	}
+}
+
+// TestLaunchRollsBackEveryStep injects each kind of failure at each step
+// after the tab exists and checks the tab is closed again.
+func TestLaunchRollsBackEveryStep(t *testing.T) {
+	cases := []struct {
+		name    string
+		control fakeControl
+		timeout time.Duration
+		errIs   error
+	}{
+		{name: "tab create exits 1 after creating", control: fakeControl{Fail: map[string]fakeFailure{
+			"tab create": {Code: "tab_create_failed", AfterEffect: true}}}},
+		{name: "tab create without root pane", control: fakeControl{Malformed: map[string]string{"tab create": "no-pane-id"}}},
+		{name: "agent start server error", control: fakeControl{Fail: map[string]fakeFailure{
+			"agent start": {Code: "agent_pane_busy", Message: "pane w1:p2 is not at an idle shell prompt"}}}},
+		{name: "agent start herdr timeout", control: fakeControl{Fail: map[string]fakeFailure{
+			"agent start": {Code: "timeout", Message: "timed out waiting for agent startup"}}}},
+		{name: "agent start usage error", control: fakeControl{Fail: map[string]fakeFailure{
+			"agent start": {Message: "missing required --kind", Exit: 2}}}},
+		{name: "agent start garbage", control: fakeControl{Malformed: map[string]string{"agent start": "garbage"}}},
+		{name: "agent start truncated", control: fakeControl{Malformed: map[string]string{"agent start": "truncated"}}},
+		{name: "agent start empty", control: fakeControl{Malformed: map[string]string{"agent start": "empty"}}},
+		{name: "agent start hangs", control: fakeControl{Hang: []string{"agent start"}}, timeout: 300 * time.Millisecond,
+			errIs: context.DeadlineExceeded},
+		{name: "report-metadata fails", control: fakeControl{Fail: map[string]fakeFailure{
+			"pane report-metadata": {Code: "metadata_token_limit"}}}},
+		{name: "report-metadata hangs", control: fakeControl{Hang: []string{"pane report-metadata"}}, timeout: 300 * time.Millisecond,
+			errIs: context.DeadlineExceeded},
+		{name: "prompt fails", control: fakeControl{Fail: map[string]fakeFailure{
+			"agent prompt": {Code: "agent_prompt_stalled"}}}},
+		{name: "prompt garbage", control: fakeControl{Malformed: map[string]string{"agent prompt": "garbage"}}},
+		{name: "prompt hangs", control: fakeControl{Hang: []string{"agent prompt"}}, timeout: 300 * time.Millisecond,
+			errIs: context.DeadlineExceeded},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.control(tc.control)
+			if tc.timeout > 0 {
+				f.cli.Timeouts = Timeouts{Start: tc.timeout, Mark: tc.timeout, Prompt: tc.timeout}
+			}
+			h, err := Launch(context.Background(), f.cli, f.request())
+			if err == nil {
+				t.Fatal("Launch succeeded")
+			}
+			var ce *CleanupError
+			if errors.As(err, &ce) {
+				t.Fatalf("rollback failed: %v", err)
+			}
+			if tc.errIs != nil && !errors.Is(err, tc.errIs) {
+				t.Errorf("err = %v, want it to wrap %v", err, tc.errIs)
+			}
+			if h != (Handle{}) {
+				t.Errorf("handle after rollback = %+v, want zero", h)
+			}
+			if diff := cmp.Diff([]string{"w1:t1"}, f.tabIDs()); diff != "" {
+				t.Errorf("tabs after rollback (-want +got):\n%s", diff)
+			}
+			cmds := f.commands()
+			if last := cmds[len(cmds)-1]; last != "tab close" {
+				t.Errorf("last herdr call = %q, want tab close; calls: %v", last, cmds)
+			}
+		})
+	}
+}
+
+func TestLaunchWithoutTabIDCannotRollBack(t *testing.T) {
+	cases := map[string]fakeControl{
+		"tab create fails":      {Fail: map[string]fakeFailure{"tab create": {Code: "workspace_not_found"}}},
+		"tab create no tab id":  {Malformed: map[string]string{"tab create": "no-tab-id"}},
+		"tab create garbage":    {Malformed: map[string]string{"tab create": "garbage"}},
+		"server is not running": {Server: "not_running"},
+	}
+	for name, ctl := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			f.control(ctl)
+			h, err := Launch(context.Background(), f.cli, f.request())
+			if err == nil {
+				t.Fatal("Launch succeeded")
+			}
+			if h != (Handle{}) {
+				t.Errorf("handle = %+v, want zero", h)
+			}
+			if diff := cmp.Diff([]string{"tab create"}, f.commands()); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+	f := newFixture(t)
+	f.control(fakeControl{Malformed: map[string]string{"tab create": "no-tab-id"}})
+	if _, err := Launch(context.Background(), f.cli, f.request()); !errors.Is(err, ErrTabIDMissing) {
+		t.Errorf("err = %v, want ErrTabIDMissing", err)
+	}
+}
+
+func TestLaunchFailedRollbackKeepsHandleForRetry(t *testing.T) {
+	f := newFixture(t)
+	f.control(fakeControl{Fail: map[string]fakeFailure{
+		"agent prompt": {Code: "agent_not_ready", Message: "launch pending"},
+		"tab close":    {Code: "tab_close_failed", Message: "could not close"},
+	}})
+	_, err := Launch(context.Background(), f.cli, f.request())
+	var ce *CleanupError
+	if !errors.As(err, &ce) {
+		t.Fatalf("err = %v, want *CleanupError", err)
+	}
+	want := Handle{TabID: "w1:t2", PaneID: "w1:p2", Agent: "sub-3f2a9c1e-77b0-4d5a-9"}
+	if diff := cmp.Diff(want, ce.Handle); diff != "" {
+		t.Errorf("handle (-want +got):\n%s", diff)
+	}
+	if !hasCode(ce.Launch, "agent_not_ready") || !hasCode(ce.Cleanup, "tab_close_failed") {
+		t.Errorf("causes = %v / %v", ce.Launch, ce.Cleanup)
+	}
+	if !strings.Contains(err.Error(), "w1:t2") {
+		t.Errorf("message %q does not name the tab", err)
+	}
+	if diff := cmp.Diff([]string{"w1:t1", "w1:t2"}, f.tabIDs()); diff != "" {
+		t.Errorf("tabs (-want +got):\n%s", diff)
+	}
+
+	f.control(fakeControl{})
+	if err := f.cli.CloseTab(context.Background(), ce.Handle); err != nil {
+		t.Fatalf("retried CloseTab: %v", err)
+	}
+	if diff := cmp.Diff([]string{"w1:t1"}, f.tabIDs()); diff != "" {
+		t.Errorf("tabs after retry (-want +got):\n%s", diff)
+	}
+}
+
+func TestLaunchCancelledMidwayRollsBack(t *testing.T) {
+	f := newFixture(t)
+	f.control(fakeControl{Hang: []string{"agent start"}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		waitForFile(t, filepath.Join(f.dir, "hanging-agent_start"))
+		cancel()
+	}()
+	_, err := Launch(ctx, f.cli, f.request())
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	var ce *CleanupError
+	if errors.As(err, &ce) {
+		t.Fatalf("rollback failed: %v", err)
+	}
+	if diff := cmp.Diff([]string{"w1:t1"}, f.tabIDs()); diff != "" {
+		t.Errorf("tabs (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"tab create", "agent start", "tab close"}, f.commands()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
+
+func TestLaunchAlreadyCancelledRunsNothing(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Launch(ctx, f.cli, f.request()); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if calls := f.calls(); len(calls) != 0 {
+		t.Errorf("calls = %v, want none", f.commands())
+	}
+}
