@@ -415,6 +415,9 @@ func (c *Channel) Pending(d Direction) ([]Message, []Problem, error) {
 	if !ok {
 		return nil, nil, fmt.Errorf("list %s: unknown direction %q", c.dir, d)
 	}
+	if err := c.checkPresent(); err != nil {
+		return nil, nil, fmt.Errorf("list %s: %w", inbox.Name(), err)
+	}
 	names, err := listNames(inbox)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list %s: %w", inbox.Name(), err)
@@ -458,6 +461,22 @@ func (c *Channel) readMessage(inbox *os.File, d Direction, name string) (Message
 		return Message{}, &Problem{Path: path, Err: fmt.Errorf("rejected message %s: %w", path, err), key: key + "\x00" + err.Error()}
 	}
 	return m, nil
+}
+
+// ErrRemoved reports a channel whose directory was deleted while open.
+var ErrRemoved = errors.New("channel directory was removed")
+
+// checkPresent detects a removed channel: the held descriptors keep working
+// on an unlinked directory, which would otherwise look like an empty inbox.
+func (c *Channel) checkPresent() error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(c.root.Fd()), &st); err != nil {
+		return err
+	}
+	if st.Nlink == 0 {
+		return ErrRemoved
+	}
+	return nil
 }
 
 func listNames(dir *os.File) ([]string, error) {

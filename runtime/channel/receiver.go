@@ -53,8 +53,7 @@ type ScanResult struct {
 // order. It never panics on bad files and leaves them on disk; a failing
 // submission stops the scan of this channel so later messages do not
 // overtake it.
-func (r *Receiver) Scan(ch *Channel) ScanResult {
-	var res ScanResult
+func (r *Receiver) Scan(ch *Channel) (res ScanResult) {
 	var problems []Problem
 	defer func() {
 		res.Problems = len(problems)
