@@ -186,18 +186,18 @@ func TestCheck(t *testing.T) {
 		env     []string
 		errIs   error
 	}{
-		"too old":               {control: fakeControl{Version: "0.7.4"}, errIs: ErrTooOld},
-		"far too old":           {control: fakeControl{Version: "0.3.0"}, errIs: ErrTooOld},
-		"unreadable version":    {control: fakeControl{Version: "banana"}},
-		"version garbage":       {control: fakeControl{Malformed: map[string]string{"--version": "garbage"}}},
-		"version fails":         {control: fakeControl{Fail: map[string]fakeFailure{"--version": {Exit: 2, Message: "unknown option"}}}},
-		"server not running":    {control: fakeControl{Server: "not_running"}, errIs: ErrServerNotRunning},
-		"protocol mismatch":     {control: fakeControl{Server: "incompatible"}},
-		"status garbage":        {control: fakeControl{Malformed: map[string]string{"status server": "garbage"}}},
-		"status fails":          {control: fakeControl{Fail: map[string]fakeFailure{"status server": {Exit: 2, Message: "unknown command: status"}}}},
-		"outside herdr":         {env: []string{"HERDR_ENV=", "HERDR_WORKSPACE_ID=w1"}, errIs: ErrNotInHerdr},
-		"no workspace":          {env: []string{"HERDR_ENV=1", "HERDR_WORKSPACE_ID="}, errIs: ErrNotInHerdr},
-		"status hangs": {control: fakeControl{Hang: []string{"status server"}}, errIs: context.DeadlineExceeded},
+		"too old":            {control: fakeControl{Version: "0.7.4"}, errIs: ErrTooOld},
+		"far too old":        {control: fakeControl{Version: "0.3.0"}, errIs: ErrTooOld},
+		"unreadable version": {control: fakeControl{Version: "banana"}},
+		"version garbage":    {control: fakeControl{Malformed: map[string]string{"--version": "garbage"}}},
+		"version fails":      {control: fakeControl{Fail: map[string]fakeFailure{"--version": {Exit: 2, Message: "unknown option"}}}},
+		"server not running": {control: fakeControl{Server: "not_running"}, errIs: ErrServerNotRunning},
+		"protocol mismatch":  {control: fakeControl{Server: "incompatible"}},
+		"status garbage":     {control: fakeControl{Malformed: map[string]string{"status server": "garbage"}}},
+		"status fails":       {control: fakeControl{Fail: map[string]fakeFailure{"status server": {Exit: 2, Message: "unknown command: status"}}}},
+		"outside herdr":      {env: []string{"HERDR_ENV=", "HERDR_WORKSPACE_ID=w1"}, errIs: ErrNotInHerdr},
+		"no workspace":       {env: []string{"HERDR_ENV=1", "HERDR_WORKSPACE_ID="}, errIs: ErrNotInHerdr},
+		"status hangs":       {control: fakeControl{Hang: []string{"status server"}}, errIs: context.DeadlineExceeded},
 	}
 	for name, tc := range failing {
 		t.Run(name, func(t *testing.T) {
