@@ -66,6 +66,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.SetErr(a.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
+		newChannelCmd(a),
 		newCheckCmd(a),
 		newCompileCmd(a),
 		newProfilesCmd(a),

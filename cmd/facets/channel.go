@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/facets-dev/facets/runtime/channel"
+)
+
+func newChannelCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "channel",
+		Short: "Send, receive, watch and inspect a Main↔Sub file channel",
+		Long: `channel gives scripts and the Pi bridge access to a run's private file
+channel. The channel directory and capability token default to the
+PI_FACETS_CHANNEL and PI_FACETS_TOKEN variables a Sub is launched with.
+
+Exit status: 0 ok, 1 protocol problems found (corrupt or foreign files),
+2 usage or I/O failure.`,
+	}
+	cmd.AddCommand(newChannelSendCmd(a), newChannelRecvCmd(a), newChannelWatchCmd(a), newChannelInspectCmd(a))
+	return cmd
+}
+
+type channelFlags struct {
+	dir, token, direction string
+}
+
+func (f *channelFlags) register(cmd *cobra.Command, withDirection bool) {
+	cmd.Flags().StringVar(&f.dir, "dir", os.Getenv("PI_FACETS_CHANNEL"), "channel directory (default $PI_FACETS_CHANNEL)")
+	cmd.Flags().StringVar(&f.token, "token", os.Getenv("PI_FACETS_TOKEN"), "capability token (default $PI_FACETS_TOKEN)")
+	if withDirection {
+		cmd.Flags().StringVar(&f.direction, "direction", "", "inbox: to-main or to-sub (required)")
+	}
+}
+
+func (f *channelFlags) open() (*channel.Channel, channel.Direction, error) {
+	if f.dir == "" {
+		return nil, "", usageError{errors.New("no channel: pass --dir or set PI_FACETS_CHANNEL")}
+	}
+	if f.token == "" {
+		return nil, "", usageError{errors.New("no token: pass --token or set PI_FACETS_TOKEN")}
+	}
+	d, err := channel.ParseDirection(f.direction)
+	if err != nil {
+		return nil, "", usageError{err}
+	}
+	c, err := channel.Open(f.dir, f.token)
+	return c, d, err
+}
+
+func newChannelSendCmd(a *app) *cobra.Command {
+	var f channelFlags
+	var text string
+	cmd := &cobra.Command{
+		Use:   "send --direction DIR [--text TEXT]",
+		Short: "Queue one message (from --text or stdin) and print its id and sequence",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, d, err := f.open()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if !cmd.Flags().Changed("text") {
+				data, err := io.ReadAll(io.LimitReader(a.stdin, channel.MaxMessageBytes+1))
+				if err != nil {
+					return fmt.Errorf("read message from stdin: %w", err)
+				}
+				text = string(data)
+			}
+			m, err := c.Send(d, text)
+			if err != nil {
+				return err
+			}
+			return json.NewEncoder(a.stdout).Encode(map[string]any{"direction": m.Direction, "messageId": m.ID, "sequence": m.Sequence})
+		},
+	}
+	f.register(cmd, true)
+	cmd.Flags().StringVar(&text, "text", "", "message text (default: read stdin)")
+	return cmd
+}
+
+// deliveryLine is one JSON line of recv/watch output.
+type deliveryLine struct {
+	Direction channel.Direction `json:"direction"`
+	RunID     string            `json:"runId"`
+	MessageID string            `json:"messageId"`
+	Sequence  int64             `json:"sequence"`
+	CreatedAt int64             `json:"createdAt"`
+	Message   string            `json:"message"`
+	Text      string            `json:"text"` // header + message, as a Pi session must record it
+}
+
+// printer writes deliveries and records their receipts, so a message leaves
+// the inbox only after it has been printed.
+type printer struct {
+	mu       sync.Mutex
+	out      *json.Encoder
+	errw     io.Writer
+	receipts channel.ReceiptStore
+	count    int
+	problems int
+	limit    int
+	done     context.CancelFunc
+}
+
+func (p *printer) submit(d channel.Delivery) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.limit > 0 && p.count >= p.limit {
+		return errDeliveryLimit
+	}
+	m := d.Message
+	if err := p.out.Encode(deliveryLine{m.Direction, m.RunID, m.ID, m.Sequence, m.CreatedAt, m.Text, d.Text()}); err != nil {
+		return err
+	}
+	if err := p.receipts.Record(m.Receipt()); err != nil {
+		return err
+	}
+	p.count++
+	if p.limit > 0 && p.count >= p.limit && p.done != nil {
+		p.done()
+	}
+	return nil
+}
+
+// errDeliveryLimit holds back messages beyond --count; they stay queued.
+var errDeliveryLimit = errors.New("delivery limit reached")
+
+func (p *printer) report(pr channel.Problem) {
+	if errors.Is(pr.Err, errDeliveryLimit) {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.problems++
+	fmt.Fprintf(p.errw, "facets: channel problem: %v\n", pr.Err)
+}
+
+type receiveFlags struct {
+	channelFlags
+	receipts string
+}
+
+func (f *receiveFlags) register(cmd *cobra.Command) {
+	f.channelFlags.register(cmd, true)
+	cmd.Flags().StringVar(&f.receipts, "receipts", "", "receipt log to record deliveries in (default: in memory)")
+}
+
+func (f *receiveFlags) store() (channel.ReceiptStore, func(), error) {
+	if f.receipts == "" {
+		return channel.NewMemoryReceipts(), func() {}, nil
+	}
+	s, err := channel.OpenFileReceipts(f.receipts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, func() { s.Close() }, nil
+}
+
+func newChannelRecvCmd(a *app) *cobra.Command {
+	var f receiveFlags
+	cmd := &cobra.Command{
+		Use:   "recv --direction DIR [--receipts FILE]",
+		Short: "Print pending messages as JSON lines and remove them from the inbox",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, d, err := f.open()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			store, closeStore, err := f.store()
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			p := &printer{out: json.NewEncoder(a.stdout), errw: a.stderr, receipts: store}
+			channel.NewReceiver(d, store, p.submit, p.report).Scan(c)
+			if p.problems > 0 {
+				return errDiagnostics
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func newChannelWatchCmd(a *app) *cobra.Command {
+	var f receiveFlags
+	var count int
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "watch --direction DIR [--receipts FILE] [--count N] [--timeout D]",
+		Short: "Print one JSON line per delivery until interrupted, --count or --timeout",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if count < 0 || timeout < 0 {
+				return usageError{errors.New("--count and --timeout must not be negative")}
+			}
+			c, d, err := f.open()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			store, closeStore, err := f.store()
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			p := &printer{out: json.NewEncoder(a.stdout), errw: a.stderr, receipts: store, limit: count, done: cancel}
+			rx := channel.NewReceiver(d, store, p.submit, p.report)
+			w, err := channel.NewWatcher(d, func(c *channel.Channel) { rx.Scan(c) }, channel.WatchOptions{
+				Report: func(err error) { fmt.Fprintf(a.stderr, "facets: %v\n", err) },
+			})
+			if err != nil {
+				return err
+			}
+			w.Add(c)
+			<-ctx.Done()
+			return w.Close()
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().IntVar(&count, "count", 0, "exit after this many deliveries (0: no limit)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "exit after this long (0: no limit)")
+	return cmd
+}
+
+func newChannelInspectCmd(a *app) *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "inspect [--dir DIR]",
+		Short: "Print a channel's state as JSON, including files it would refuse",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" {
+				return usageError{errors.New("no channel: pass --dir or set PI_FACETS_CHANNEL")}
+			}
+			r, err := channel.Inspect(dir)
+			if err != nil {
+				return err
+			}
+			enc := json.NewEncoder(a.stdout)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+			if len(r.Problems) > 0 {
+				return errDiagnostics
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", os.Getenv("PI_FACETS_CHANNEL"), "channel directory (default $PI_FACETS_CHANNEL)")
+	return cmd
+}

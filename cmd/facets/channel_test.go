@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/facets-dev/facets/runtime/channel"
+)
+
+func newCLIChannel(t *testing.T) *channel.Channel {
+	t.Helper()
+	profile := `{"version":1,"name":"review","tools":["read"],"source":"global","sourcePath":"/p","resolvedSkills":[],"resolvedExtensions":[]}`
+	c, err := channel.Create(filepath.Join(t.TempDir(), "rt"), channel.Manifest{MainSessionID: "main", Title: "t", Task: "x", Cwd: "/", Profile: json.RawMessage(profile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestChannelSendRecvRoundTrip(t *testing.T) {
+	c := newCLIChannel(t)
+	dir, tok := c.Dir(), c.Manifest().Token
+	code, out, stderr := runCLI(t, "", "channel", "send", "--dir", dir, "--token", tok, "--direction", "to-main", "--text", "first")
+	if code != 0 || !strings.Contains(out, `"sequence":1`) {
+		t.Fatalf("send: code %d out %q err %q", code, out, stderr)
+	}
+	if code, _, stderr := runCLI(t, "second\nline", "channel", "send", "--dir", dir, "--token", tok, "--direction", "to-main"); code != 0 {
+		t.Fatalf("send from stdin: %d %s", code, stderr)
+	}
+	receipts := filepath.Join(t.TempDir(), "receipts.jsonl")
+	code, out, stderr = runCLI(t, "", "channel", "recv", "--dir", dir, "--token", tok, "--direction", "to-main", "--receipts", receipts)
+	if code != 0 {
+		t.Fatalf("recv: %d %s", code, stderr)
+	}
+	var got []deliveryLine
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var l deliveryLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		got = append(got, l)
+	}
+	if len(got) != 2 || got[0].Message != "first" || got[1].Message != "second\nline" || got[1].Sequence != 2 {
+		t.Fatalf("deliveries %+v", got)
+	}
+	r, body, err := channel.ParseDeliveryHeader(got[0].Text)
+	if err != nil || body != "first" || r.MessageID != got[0].MessageID {
+		t.Fatalf("text %q does not carry its header: %v", got[0].Text, err)
+	}
+	if code, out, _ := runCLI(t, "", "channel", "recv", "--dir", dir, "--token", tok, "--direction", "to-main", "--receipts", receipts); code != 0 || out != "" {
+		t.Fatalf("second recv delivered again: %d %q", code, out)
+	}
+}
+
+func TestChannelUsageAndTokenErrors(t *testing.T) {
+	c := newCLIChannel(t)
+	if code, _, _ := runCLI(t, "", "channel", "send", "--dir", c.Dir(), "--token", c.Manifest().Token, "--direction", "up", "--text", "x"); code != 2 {
+		t.Errorf("bad direction: exit %d, want 2", code)
+	}
+	if code, _, _ := runCLI(t, "", "channel", "send", "--token", "x", "--direction", "to-sub", "--dir", ""); code != 2 {
+		t.Errorf("missing dir: exit %d, want 2", code)
+	}
+	code, _, stderr := runCLI(t, "", "channel", "send", "--dir", c.Dir(), "--token", strings.Repeat("0", 64), "--direction", "to-sub", "--text", "x")
+	if code != 2 || !strings.Contains(stderr, "token does not match") {
+		t.Errorf("wrong token: exit %d, %q", code, stderr)
+	}
+}
+
+func TestChannelWatchAndInspect(t *testing.T) {
+	c := newCLIChannel(t)
+	dir, tok := c.Dir(), c.Manifest().Token
+	for _, s := range []string{"a", "b"} {
+		if _, err := c.Send(channel.ToSub, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad := filepath.Join(dir, "to-sub", "corrupt.json")
+	if err := os.WriteFile(bad, []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runCLI(t, "", "channel", "inspect", "--dir", dir)
+	if code != 1 || !strings.Contains(out, "corrupt.json") || !strings.Contains(out, `"sequence": 2`) || strings.Contains(out, tok) {
+		t.Fatalf("inspect: exit %d\n%s\n%s", code, out, stderr)
+	}
+	code, out, stderr = runCLI(t, "", "channel", "watch", "--dir", dir, "--token", tok, "--direction", "to-sub", "--count", "2", "--timeout", "30s")
+	if code != 0 || strings.Count(out, "\n") != 2 || !strings.Contains(stderr, "corrupt.json") {
+		t.Fatalf("watch: exit %d\n%s\n%s", code, out, stderr)
+	}
+	os.Remove(bad)
+	code, out, _ = runCLI(t, "", "channel", "inspect", "--dir", dir)
+	if code != 0 || !strings.Contains(out, `"to-sub": []`) {
+		t.Fatalf("inspect after drain: exit %d\n%s", code, out)
+	}
+}
