@@ -69,6 +69,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newChannelCmd(a),
 		newCheckCmd(a),
 		newCompileCmd(a),
+		newHerdrVisibilityCmd(a),
 		newProfilesCmd(a),
 		newSchemaCmd(a),
 	)
