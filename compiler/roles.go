@@ -1,0 +1,461 @@
+package compiler
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	cuelang "cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
+	cueyaml "cuelang.org/go/encoding/yaml"
+
+	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/profiles"
+)
+
+// RoleInput says where compileRoles finds role definitions.
+type RoleInput struct {
+	BundledDir string   // host package's agents/ dir (--bundled-roles); empty means none
+	Packs      []string // registered role-pack paths (--role-pack, FACETS_ROLE_PACKS), in order
+	AgentDir   string   // Pi's agent dir; global roles live in <AgentDir>/agents
+	Cwd        string   // project roles live in <Cwd>/.pi/agents
+	Trusted    bool     // an untrusted project contributes no roles
+}
+
+// roleKeys are the frontmatter keys of #Role, in the order checked against
+// pi-herdr-agents' line parser. TestRoleKeysMatchSchema keeps it in sync.
+var roleKeys = []string{
+	"name", "description", "model", "thinking", "tools", "skills", "skill", "deny-tools",
+	"spawning", "auto-exit", "interactive", "persistent", "system-prompt", "session-mode",
+	"cwd", "disable-model-invocation",
+}
+
+// capabilityKeys follow the strict rules of the kazedayo/pi-herdr-agents
+// fork: one unindented, unquoted declaration, or the role is unavailable.
+var capabilityKeys = []string{"tools", "deny-tools", "spawning", "persistent"}
+
+// roleDef is one role file after parsing and validation.
+type roleDef struct {
+	file profiles.RoleFile
+	name string
+	role Role
+	// valid is false when the file has errors; at bundled, global and
+	// project level it then removes the name from lower layers, so an
+	// invalid definition never silently falls back.
+	valid bool
+	// ignored files contribute nothing at all (no frontmatter outside
+	// packs, as in pi-herdr-agents).
+	ignored bool
+}
+
+// compileRoles discovers, validates and layers role definitions. It
+// returns the effective roles sorted by name, the diagnostics, and the
+// digest of every role file and package.json read.
+func compileRoles(schema *cue.Schema, in RoleInput) (roles []Role, diags []Diagnostic, sources []Source) {
+	found, problems := profiles.DiscoverRoles(profiles.RoleSources{BundledDir: in.BundledDir, Packs: in.Packs,
+		AgentDir: in.AgentDir, Cwd: in.Cwd, Trusted: in.Trusted})
+	for _, p := range problems {
+		diags = append(diags, Diagnostic{Severity: roleProblemSeverity(p.Code), Code: p.Code, File: p.Path,
+			Line: p.Line, Column: p.Column, Message: p.Message, Hint: p.Hint, Subject: p.Subject})
+	}
+	p := &roleParser{schema: schema, ctx: cuecontext.New()}
+	var defs []roleDef
+	for _, f := range found.Files {
+		if f.Data != nil {
+			sources = append(sources, Source{Path: f.Path, SHA256: Digest(f.Data)})
+		}
+		def, ds := p.parse(f)
+		defs = append(defs, def)
+		diags = append(diags, ds...)
+	}
+	for _, pkg := range found.Packages {
+		sources = append(sources, Source{Path: pkg.Path, SHA256: Digest(pkg.Data)})
+	}
+	roles, layerDiags := layerRoles(defs)
+	diags = append(diags, layerDiags...)
+	slices.SortFunc(sources, func(a, b Source) int { return strings.Compare(a.Path, b.Path) })
+	sources = slices.Compact(sources)
+	return roles, SortDiagnostics(diags), sources
+}
+
+// roleProblemSeverity ranks discovery problems: only those that lose no
+// role are warnings.
+func roleProblemSeverity(code string) Severity {
+	switch code {
+	case "invalid-package-json", "empty-role-pack":
+		return Warning
+	}
+	return Error
+}
+
+type roleParser struct {
+	schema *cue.Schema
+	ctx    *cuelang.Context
+}
+
+// parse validates one role file. Checks run in pi-herdr-agents' order (read,
+// cli, frontmatter, then fields), but all field problems of a file are
+// reported in the same run.
+func (p *roleParser) parse(f profiles.RoleFile) (roleDef, []Diagnostic) {
+	def := roleDef{file: f, name: f.Stem}
+	if f.Data == nil {
+		return def, nil // discovery reported why
+	}
+	pack := f.Layer == profiles.LayerPackage
+	var diags []Diagnostic
+	add := func(sev Severity, code string, line, col int, msg, hint string) {
+		diags = append(diags, Diagnostic{Severity: sev, Code: code, File: f.Path, Line: line, Column: col,
+			Message: msg, Hint: hint, Subject: def.name})
+	}
+	data := f.Data
+	encodingOK := true
+	if bytes.HasPrefix(data, []byte("\uFEFF")) || bytes.HasPrefix(data, []byte("---\r\n")) {
+		// Parse a normalised copy so the file's other problems and its name
+		// are still reported, but never accept it: pi-herdr-agents would
+		// not see its frontmatter.
+		encodingOK = false
+		add(Error, "unsupported-line-endings", 1, 1,
+			fmt.Sprintf("Role definition %s uses CRLF line endings or a UTF-8 BOM: pi-herdr-agents cannot parse CRLF/BOM frontmatter; convert to LF without BOM", f.Path),
+			"save the file with LF line endings and no byte-order mark")
+		data = bytes.TrimPrefix(data, []byte("\uFEFF"))
+		data = bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n"))
+	}
+	yaml, start, body, ok := profiles.SplitFrontmatter(data)
+	if !ok {
+		if pack {
+			add(Error, "invalid-role-definition", 1, 1, fmt.Sprintf("Role definition must start with frontmatter: %s", f.Path),
+				"start the file with a --- line, key: value lines, and a closing --- line")
+			return def, diags
+		}
+		if encodingOK {
+			def.ignored = true
+		}
+		add(Warning, "missing-frontmatter", 1, 1, fmt.Sprintf("Role definition has no frontmatter and is ignored: %s", f.Path),
+			"start the file with a --- line, key: value lines, and a closing --- line")
+		return def, diags
+	}
+	if n, _, ok := profiles.FrontmatterLine(yaml, "name"); ok {
+		def.name = n // pi-herdr-agents names a legacy-cli role this way in every layer
+	}
+	if cli, line, ok := profiles.FrontmatterLine(yaml, "cli"); ok {
+		add(Error, "external-cli-unsupported", start+line-1, 1,
+			fmt.Sprintf("Role %q requests external CLI %q in %s. pi-herdr-agents is Pi-only; remove the cli and cli-model fields and select Claude through an authenticated Pi provider/model ID.", def.name, cli, f.Path),
+			"remove the cli and cli-model lines")
+		return def, diags
+	}
+
+	fields, fieldDiags, badFields := p.fields(f.Path, yaml, start)
+	if pack {
+		def.name = f.Stem // the stem is canonical for packs
+	} else if n, ok := fields["name"].(string); ok {
+		def.name = n
+	}
+	for i := range fieldDiags {
+		fieldDiags[i].Subject = def.name
+	}
+	diags = append(diags, fieldDiags...)
+	valid := encodingOK && !HasErrors(fieldDiags)
+	if fields != nil {
+		ds := lineReadingDiags(f.Path, def.name, yaml, start, fields)
+		valid = valid && !HasErrors(ds)
+		diags = append(diags, ds...)
+	}
+	if !utf8.ValidString(body) {
+		valid = false
+		add(Error, "invalid-role-encoding", 0, 0, fmt.Sprintf("Role body in %s is not valid UTF-8", f.Path), "save the file as UTF-8")
+	}
+
+	name, hasName := fields["name"].(string)
+	desc, _ := fields["description"].(string)
+	_, nameLine, _ := profiles.FrontmatterLine(yaml, "name")
+	if nameLine > 0 {
+		nameLine += start - 1
+	}
+	switch {
+	case pack && hasName && name != f.Stem:
+		valid = false
+		add(Error, "role-name-mismatch", nameLine, 0, fmt.Sprintf("Role name %q must match filename %q in %s", name, f.Stem, f.Path),
+			fmt.Sprintf("rename the file to %s.md or set name: %s", name, f.Stem))
+	case !pack && hasName && name != f.Stem:
+		add(Warning, "role-name-differs", nameLine, 0,
+			fmt.Sprintf("Role name %q differs from filename %q in %s; the role is listed as %q", name, f.Stem, f.Path, name),
+			fmt.Sprintf("rename the file to %s.md so the file name is the role name", name))
+	}
+	if pack && strings.TrimSpace(desc) == "" && !badFields["description"] {
+		valid = false
+		add(Error, "missing-role-description", 0, 0, fmt.Sprintf("Role %q must declare a description in %s", def.name, f.Path),
+			"add description: <one sentence> to the frontmatter")
+	}
+	def.valid = valid
+	if valid {
+		def.role = buildRole(f, def.name, fields, body)
+	}
+	return def, diags
+}
+
+// fields validates the frontmatter against #Role and, when it has no
+// errors, decodes it; bad names the top-level keys with errors. Unknown
+// keys are warnings (pi-herdr-agents ignores them), so decoding cannot go
+// through cue.Result, which only decodes fully valid documents.
+func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[string]any, diags []Diagnostic, bad map[string]bool) {
+	bad = map[string]bool{}
+	if blankYAML(yaml) {
+		return map[string]any{}, nil, bad // an empty block is an empty mapping
+	}
+	res := p.schema.ValidateFrontmatter(cue.Role, path, yaml, start)
+	for _, fd := range res.Findings {
+		sev := Error
+		if fd.Code == cue.CodeUnknownField {
+			sev = Warning
+		} else {
+			top, _, _ := strings.Cut(fd.Field, ".")
+			bad[top] = true
+		}
+		diags = append(diags, Diagnostic{Severity: sev, Code: fd.Code, File: fd.File, Line: fd.Line, Column: fd.Column,
+			Message: fd.Message, Hint: fd.Hint})
+	}
+	if HasErrors(diags) {
+		return nil, diags, bad
+	}
+	file, err := cueyaml.Extract(path, yaml)
+	var m map[string]any
+	if err == nil {
+		err = p.ctx.BuildFile(file).Decode(&m)
+	}
+	if err != nil {
+		// Unreachable once the schema accepted the document; reported rather
+		// than trusted, so a decoder disagreement cannot pass silently.
+		diags = append(diags, Diagnostic{Severity: Error, Code: cue.CodeSyntax, File: path, Line: start, Column: 1,
+			Message: fmt.Sprintf("cannot decode frontmatter: %v", err), Hint: "simplify the frontmatter to key: value lines"})
+		return nil, diags, bad
+	}
+	return m, diags, bad
+}
+
+// blankYAML reports whether yaml has only blank and comment lines.
+func blankYAML(yaml []byte) bool {
+	for _, l := range strings.Split(string(yaml), "\n") {
+		if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "#") {
+			return false
+		}
+	}
+	return true
+}
+
+// lineReadingDiags compares the YAML reading of every known key with the
+// reading of pi-herdr-agents' line parser (first column-0 "key:" line,
+// trimmed, quotes and comments kept). Where they differ, a role would
+// behave differently under pi-herdr-agents than the manifest says: an
+// error, except for description, which is only displayed.
+func lineReadingDiags(path, name string, yaml []byte, start int, fields map[string]any) []Diagnostic {
+	var diags []Diagnostic
+	for _, key := range roleKeys {
+		capability := slices.Contains(capabilityKeys, key)
+		code, sev := "frontmatter-divergence", Error
+		if capability {
+			code = "invalid-capability-declaration"
+		} else if key == "description" {
+			sev = Warning
+		}
+		bad := func(line int, why, hint string) {
+			diags = append(diags, Diagnostic{Severity: sev, Code: code, File: path, Line: start + line - 1, Column: 1,
+				Message: fmt.Sprintf("Role %q has an ambiguous %s declaration in %s: %s", name, key, path, why),
+				Hint:    hint, Subject: name})
+		}
+		lineVal, line, lineOK := profiles.FrontmatterLine(yaml, key)
+		if capability {
+			if decl := profiles.KeyLines(yaml, key); len(decl) > 1 || (len(decl) == 1 && decl[0] != line) {
+				bad(decl[len(decl)-1], key+" must be declared once, unindented, as key: value at the start of a line",
+					fmt.Sprintf("write a single line %s: ... at column 1", key))
+				continue
+			}
+		}
+		v, yamlOK := fields[key]
+		if !yamlOK && !lineOK {
+			continue
+		}
+		want := ""
+		switch x := v.(type) {
+		case string:
+			want = x
+		case bool:
+			want = fmt.Sprint(x)
+		}
+		same := lineOK && yamlOK && lineVal == want
+		if key == "disable-model-invocation" && yamlOK && lineOK {
+			same = strings.EqualFold(lineVal, "true") == (want == "true")
+		}
+		if same {
+			continue
+		}
+		if line == 0 {
+			line = 1
+		}
+		switch {
+		case !lineOK:
+			bad(line, fmt.Sprintf("YAML reads %q but pi-herdr-agents does not see the key", want),
+				fmt.Sprintf("write %s: value on one line at column 1", key))
+		case !yamlOK:
+			bad(line, fmt.Sprintf("pi-herdr-agents reads %q but YAML does not see the key", lineVal),
+				"close quotes and flow collections on the line where they start")
+		default:
+			bad(line, fmt.Sprintf("pi-herdr-agents reads %q but YAML reads %q", lineVal, want),
+				"write the value plain on one line: no quotes, block scalars or # comments")
+		}
+	}
+	return diags
+}
+
+// buildRole turns validated fields into a manifest entry.
+func buildRole(f profiles.RoleFile, name string, fields map[string]any, body string) Role {
+	str := func(k string) string { s, _ := fields[k].(string); return s }
+	flag := func(k string) *bool {
+		if b, ok := fields[k].(bool); ok {
+			return &b
+		}
+		return nil
+	}
+	skills := str("skills")
+	if _, ok := fields["skills"]; !ok {
+		skills = str("skill") // the singular is read only when skills is absent
+	}
+	r := Role{
+		Name: name, Layer: f.Layer, Path: f.Path, SHA256: Digest(f.Data),
+		Provider: f.Provider, ProviderVersion: f.ProviderVersion,
+		Description: str("description"), Model: str("model"), Thinking: str("thinking"),
+		Tools: commaList(str("tools")), DenyTools: commaList(str("deny-tools")), Skills: commaList(skills),
+		Spawning: flag("spawning"), AutoExit: flag("auto-exit"), Interactive: flag("interactive"),
+		Persistent: flag("persistent"), SystemPrompt: str("system-prompt"), SessionMode: str("session-mode"),
+		Cwd: str("cwd"), Body: body,
+	}
+	if b := flag("disable-model-invocation"); b != nil {
+		r.DisableModelInvocation = *b
+	}
+	return r
+}
+
+// commaList splits a comma-separated scalar into trimmed, non-empty items.
+func commaList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// roleSlot is the current state of one name while layers are applied.
+type roleSlot struct {
+	role  *Role
+	layer string
+}
+
+// layerRoles applies pi-herdr-agents' collection order (bundled, packs,
+// global, project; later layers win) and the package-layer collision rules.
+func layerRoles(defs []roleDef) ([]Role, []Diagnostic) {
+	var diags []Diagnostic
+	catalog := map[string]*roleSlot{}
+	bundled := map[string]string{} // name -> bundled path, valid or not
+	apply := func(d roleDef) {
+		if d.ignored {
+			return
+		}
+		prev := catalog[d.name]
+		if !d.valid {
+			// An invalid or unreadable definition makes the name unavailable
+			// at its layer and below instead of falling back.
+			delete(catalog, d.name)
+			return
+		}
+		r := d.role
+		if prev != nil {
+			if prev.layer == d.file.Layer {
+				diags = append(diags, Diagnostic{Severity: Warning, Code: "duplicate-role-name", File: d.file.Path,
+					Message: fmt.Sprintf("Role %q is defined twice in the %s layer: %s and %s; the second wins",
+						d.name, d.file.Layer, prev.role.Path, d.file.Path),
+					Hint: "give each role file a distinct name", Subject: d.name})
+			}
+			r.Overrides = append(slices.Clone(prev.role.Overrides), prev.role.Path)
+		}
+		catalog[d.name] = &roleSlot{role: &r, layer: d.file.Layer}
+	}
+
+	var packNames []string
+	packDefs := map[string][]roleDef{}
+	for _, d := range defs {
+		switch d.file.Layer {
+		case profiles.LayerBundled:
+			if !d.ignored {
+				bundled[d.name] = d.file.Path
+			}
+			apply(d)
+		case profiles.LayerPackage:
+			// A pack file that is unreadable or invalid only skips itself.
+			if !d.valid {
+				continue
+			}
+			if _, ok := packDefs[d.name]; !ok {
+				packNames = append(packNames, d.name)
+			}
+			packDefs[d.name] = append(packDefs[d.name], d)
+		}
+	}
+	for _, name := range packNames {
+		ds := packDefs[name]
+		if bpath, ok := bundled[name]; ok {
+			for _, d := range ds {
+				diags = append(diags, Diagnostic{Severity: Error, Code: "bundled-role-collision", File: d.file.Path,
+					Message: fmt.Sprintf("Role pack cannot replace bundled role %q; use a global or project override instead.", name),
+					Hint:    fmt.Sprintf("%s; the bundled role %s is kept", providerHint(d.file), bpath), Subject: name})
+			}
+			continue
+		}
+		if len(ds) > 1 {
+			var who, files []string
+			for _, d := range ds {
+				w := d.file.Provider
+				if w == "" {
+					w = d.file.Path
+				}
+				who = append(who, w)
+				files = append(files, d.file.Path)
+			}
+			slices.Sort(who)
+			slices.Sort(files)
+			diags = append(diags, Diagnostic{Severity: Error, Code: "duplicate-package-role", File: files[0],
+				Message: fmt.Sprintf("Role %q is contributed by multiple role packs: %s", name, strings.Join(who, ", ")),
+				Hint: fmt.Sprintf("It stays unavailable until only one pack provides it; use a global or project definition for an intentional override. Files: %s",
+					strings.Join(files, ", ")),
+				Subject: name})
+			continue
+		}
+		apply(ds[0])
+	}
+	for _, layer := range []string{profiles.LayerGlobal, profiles.LayerProject} {
+		for _, d := range defs {
+			if d.file.Layer == layer {
+				apply(d)
+			}
+		}
+	}
+
+	roles := make([]Role, 0, len(catalog))
+	for _, s := range catalog {
+		roles = append(roles, *s.role)
+	}
+	slices.SortFunc(roles, func(a, b Role) int { return strings.Compare(a.Name, b.Name) })
+	return roles, diags
+}
+
+func providerHint(f profiles.RoleFile) string {
+	switch {
+	case f.Provider == "":
+		return "contributed by a role pack without a package.json name"
+	case f.ProviderVersion == "":
+		return "contributed by role pack " + f.Provider
+	}
+	return fmt.Sprintf("contributed by role pack %s@%s", f.Provider, f.ProviderVersion)
+}

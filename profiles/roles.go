@@ -1,0 +1,420 @@
+package profiles
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Role layers, from lowest to highest precedence. Bundled roles and role
+// packs together form pi-herdr-agents' "package" layer.
+const (
+	LayerBundled = "bundled"
+	LayerPackage = "package"
+	LayerGlobal  = "global"
+	LayerProject = "project"
+)
+
+// MaxRoleFileBytes caps a role definition; larger files are refused before
+// they are read whole.
+const MaxRoleFileBytes = 262144
+
+// maxPackageJSONBytes caps package.json, which is read only for name and
+// version; real manifests are a few KiB.
+const maxPackageJSONBytes = 1 << 20
+
+// RoleSources says where role definitions are discovered.
+type RoleSources struct {
+	BundledDir string   // host package's agents/ dir; empty means no bundled layer
+	Packs      []string // registered role-pack paths, in registration order
+	AgentDir   string   // Pi's agent dir; roles live in <AgentDir>/agents
+	Cwd        string   // working directory; project roles live in <Cwd>/.pi/agents
+	Trusted    bool     // whether the project may contribute roles
+}
+
+// RoleFile is one discovered role definition. Data is nil when the file
+// could not be read; a Problem then says why.
+type RoleFile struct {
+	Layer           string
+	Path            string
+	Stem            string // file name without .md: the canonical role name
+	Data            []byte
+	Provider        string // package.json name (role packs only)
+	ProviderVersion string // package.json version (role packs only)
+}
+
+// PackageFile is a package.json read while looking up a role pack's identity.
+type PackageFile struct {
+	Path string
+	Data []byte
+}
+
+// Roles is the outcome of role discovery: role files in collection order
+// (bundled, packs, global, project) and every package.json that was read.
+type Roles struct {
+	Files    []RoleFile
+	Packages []PackageFile
+}
+
+// DiscoverRoles finds and reads role definitions in every layer. It never
+// stops at a bad file: each problem is reported and discovery continues.
+func DiscoverRoles(src RoleSources) (Roles, []Problem) {
+	d := &roleDiscovery{packages: map[string]packageIdentity{}}
+	if src.BundledDir != "" {
+		dir := src.BundledDir
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(src.Cwd, dir)
+		}
+		d.layerDir(LayerBundled, filepath.Clean(dir), true)
+	}
+	d.packs(src.Packs)
+	if src.AgentDir != "" {
+		d.layerDir(LayerGlobal, filepath.Join(src.AgentDir, "agents"), false)
+	}
+	// Deliberate divergence from pi-herdr-agents, which reads .pi/agents
+	// without asking Pi: an untrusted project contributes no roles.
+	if src.Trusted && src.Cwd != "" {
+		d.layerDir(LayerProject, filepath.Join(src.Cwd, ".pi", "agents"), false)
+	}
+	return d.out, d.problems
+}
+
+type roleDiscovery struct {
+	out      Roles
+	problems []Problem
+	packages map[string]packageIdentity // by start directory
+}
+
+type packageIdentity struct {
+	name, version string
+}
+
+func (d *roleDiscovery) problem(p Problem) { d.problems = append(d.problems, p) }
+
+// layerDir reads the direct .md children of a bundled, global or project
+// roles directory. A missing directory is an empty layer unless it was
+// configured explicitly (the bundled dir).
+func (d *roleDiscovery) layerDir(layer, dir string, required bool) {
+	names, err := mdChildren(dir)
+	if errors.Is(err, fs.ErrNotExist) && !required {
+		return
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		d.problem(Problem{Path: dir, Code: "missing-bundled-roles-dir",
+			Message: fmt.Sprintf("Bundled roles directory does not exist: %s", dir),
+			Hint:    "point --bundled-roles or FACETS_BUNDLED_ROLES at the host package's agents/ directory, or unset it"})
+		return
+	}
+	if err != nil {
+		d.problem(Problem{Path: dir, Code: "unreadable-role-dir",
+			Message: fmt.Sprintf("Cannot read %s role directory %s: %v", layer, dir, rolePathErr(err)),
+			Hint:    "make it a readable directory of .md role files"})
+		return
+	}
+	for _, name := range names {
+		d.readRole(layer, filepath.Join(dir, name), packageIdentity{})
+	}
+}
+
+// packs processes registered role-pack paths as register(path) does:
+// absolute paths only, a file must end in .md, a directory contributes its
+// direct .md children.
+func (d *roleDiscovery) packs(paths []string) {
+	seenPath := map[string]bool{}
+	// Deliberate divergence from pi-herdr-agents: a role file reached
+	// through overlapping registrations (a directory and a file in it, or
+	// two symlinked paths) is read once instead of being reported as a
+	// duplicate of itself.
+	seenFile := map[string]bool{}
+	for _, p := range paths {
+		if !filepath.IsAbs(p) {
+			d.problem(Problem{Path: p, Code: "invalid-role-pack-path",
+				Message: "Role packs must register an absolute file or directory path.",
+				Hint:    fmt.Sprintf("%q is not absolute; pass an absolute path to --role-pack or FACETS_ROLE_PACKS", p)})
+			continue
+		}
+		p = filepath.Clean(p)
+		if seenPath[p] {
+			continue
+		}
+		seenPath[p] = true
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			d.problem(Problem{Path: p, Code: "missing-role-pack-path",
+				Message: fmt.Sprintf("Registered role-pack path does not exist: %s", p),
+				Hint:    "fix or remove the registration"})
+			continue
+		}
+		if err != nil {
+			d.unreadablePack(p, err)
+			continue
+		}
+		var files []string
+		start := p
+		switch {
+		case fi.IsDir():
+			names, err := mdChildren(p)
+			if err != nil {
+				d.unreadablePack(p, err)
+				continue
+			}
+			if len(names) == 0 {
+				d.problem(Problem{Path: p, Code: "empty-role-pack",
+					Message: fmt.Sprintf("Registered role-pack directory has no .md files: %s", p),
+					Hint:    "role packs register a directory whose direct children are <role>.md files"})
+			}
+			for _, n := range names {
+				files = append(files, filepath.Join(p, n))
+			}
+		case fi.Mode().IsRegular():
+			start = filepath.Dir(p)
+			files = []string{p}
+		default:
+			d.unreadablePack(p, fmt.Errorf("not a file or directory (%s)", fi.Mode().Type()))
+			continue
+		}
+		id := d.identity(start)
+		if fi.Mode().IsRegular() && !strings.HasSuffix(p, ".md") {
+			d.problem(Problem{Path: p, Code: "invalid-role-pack-file", Subject: strings.TrimSuffix(filepath.Base(p), filepath.Ext(p)),
+				Message: fmt.Sprintf("Registered role-pack file must use the .md extension: %s", p),
+				Hint:    providerHint(id)})
+			continue
+		}
+		for _, f := range files {
+			key := f
+			if real, err := filepath.EvalSymlinks(f); err == nil {
+				key = real
+			}
+			if seenFile[key] {
+				continue
+			}
+			seenFile[key] = true
+			d.readRole(LayerPackage, f, id)
+		}
+	}
+}
+
+func (d *roleDiscovery) unreadablePack(p string, err error) {
+	d.problem(Problem{Path: p, Code: "unreadable-role-pack-path",
+		Message: fmt.Sprintf("Cannot read registered role-pack path %s: %v", p, rolePathErr(err)),
+		Hint:    "register a readable .md file or a directory of them"})
+}
+
+func providerHint(id packageIdentity) string {
+	if id.name == "" {
+		return "registered without a package.json"
+	}
+	return fmt.Sprintf("registered by package %s", packageLabel(id.name, id.version))
+}
+
+func packageLabel(name, version string) string {
+	if version == "" {
+		return name
+	}
+	return name + "@" + version
+}
+
+// readRole reads one role file into the result, or reports why it cannot.
+// An unreadable file is still listed (with nil Data) so that the compiler
+// can keep it from silently falling back to a lower layer.
+func (d *roleDiscovery) readRole(layer, path string, id packageIdentity) {
+	stem := strings.TrimSuffix(filepath.Base(path), ".md")
+	rf := RoleFile{Layer: layer, Path: path, Stem: stem, Provider: id.name, ProviderVersion: id.version}
+	data, p := readRoleFile(path)
+	if p != nil {
+		p.Subject = stem
+		if layer == LayerPackage && id.name != "" {
+			p.Hint += "; " + providerHint(id)
+		}
+		d.problem(*p)
+	}
+	rf.Data = data
+	d.out.Files = append(d.out.Files, rf)
+}
+
+// readRoleFile reads a regular file of at most MaxRoleFileBytes. It checks
+// the file type before opening, because opening a FIFO would block.
+func readRoleFile(path string) ([]byte, *Problem) {
+	fail := func(err error) ([]byte, *Problem) {
+		return nil, &Problem{Path: path, Code: "unreadable-role-definition",
+			Message: fmt.Sprintf("Cannot read role definition %s: %v", path, rolePathErr(err)),
+			Hint:    "make it a readable regular file"}
+	}
+	tooLarge := func(size int64) ([]byte, *Problem) {
+		return nil, &Problem{Path: path, Code: "oversized-role-definition",
+			Message: fmt.Sprintf("Role definition %s is %d bytes; the limit is %d bytes", path, size, MaxRoleFileBytes),
+			Hint:    "shorten the role prompt or move reference material into a skill"}
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fail(err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fail(fmt.Errorf("not a regular file (%s)", fileKind(fi.Mode())))
+	}
+	if fi.Size() > MaxRoleFileBytes {
+		return tooLarge(fi.Size())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fail(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxRoleFileBytes+1))
+	if err != nil {
+		return fail(err)
+	}
+	if len(data) > MaxRoleFileBytes {
+		return tooLarge(int64(len(data)))
+	}
+	return data, nil
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return m.Type().String()
+}
+
+// mdChildren lists the names of a directory's direct children ending in
+// .md (case-sensitive, dotfiles included, as in pi-herdr-agents), in byte
+// order. pi-herdr-agents sorts with localeCompare; byte order is the
+// locale-independent choice and only matters within one layer.
+func mdChildren(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".md") {
+			names = append(names, e.Name())
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// identity finds the nearest package.json at or above start. Only string
+// name and version count. An unreadable or unparsable package.json stops
+// the walk (as in pi-herdr-agents), with a warning naming it.
+func (d *roleDiscovery) identity(start string) packageIdentity {
+	if id, ok := d.packages[start]; ok {
+		return id
+	}
+	var id packageIdentity
+	for dir := start; ; dir = filepath.Dir(dir) {
+		pj := filepath.Join(dir, "package.json")
+		if _, err := os.Lstat(pj); err == nil {
+			id = d.readPackage(pj)
+			break
+		}
+		if filepath.Dir(dir) == dir {
+			break
+		}
+	}
+	d.packages[start] = id
+	return id
+}
+
+func (d *roleDiscovery) readPackage(path string) packageIdentity {
+	warn := func(err error) packageIdentity {
+		d.problem(Problem{Path: path, Code: "invalid-package-json",
+			Message: fmt.Sprintf("Cannot read package.json %s: %v; role-pack identity lookup stops here", path, err),
+			Hint:    "fix the package.json; roles from this pack have no provider name or version"})
+		return packageIdentity{}
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return warn(rolePathErr(err))
+	}
+	if !fi.Mode().IsRegular() {
+		return warn(fmt.Errorf("not a regular file (%s)", fileKind(fi.Mode())))
+	}
+	if fi.Size() > maxPackageJSONBytes {
+		return warn(fmt.Errorf("larger than %d bytes", maxPackageJSONBytes))
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return warn(rolePathErr(err))
+	}
+	d.out.Packages = append(d.out.Packages, PackageFile{Path: path, Data: data})
+	var meta map[string]json.RawMessage
+	if err := json.Unmarshal(data, &meta); err != nil {
+		return warn(fmt.Errorf("invalid JSON: %w", err))
+	}
+	var id packageIdentity
+	_ = json.Unmarshal(meta["name"], &id.name)       // non-strings leave it empty
+	_ = json.Unmarshal(meta["version"], &id.version) // likewise
+	return id
+}
+
+// SplitFrontmatter splits a role file the way pi-herdr-agents does: the
+// file must start with "---\n", and the block ends at the first later
+// "\n---" even if more characters follow on that line. yaml excludes both
+// markers and begins on line startLine of the file; body is the trimmed
+// rest after the closing marker and any newlines following it.
+func SplitFrontmatter(src []byte) (yaml []byte, startLine int, body string, ok bool) {
+	if !bytes.HasPrefix(src, []byte("---\n")) {
+		return nil, 0, "", false
+	}
+	rest := src[4:]
+	i := bytes.Index(rest, []byte("\n---"))
+	if i < 0 {
+		return nil, 0, "", false
+	}
+	after := bytes.TrimLeft(rest[i+4:], "\n")
+	return rest[:i], 2, strings.TrimSpace(string(after)), true
+}
+
+// FrontmatterLine reads key the way pi-herdr-agents' line parser does: the
+// first line starting with "key:" at column 0, its value trimmed, quotes
+// and comments kept. line is 1-based within yaml; an empty value is absent.
+func FrontmatterLine(yaml []byte, key string) (value string, line int, ok bool) {
+	for i, l := range strings.Split(string(yaml), "\n") {
+		if v, found := strings.CutPrefix(l, key+":"); found {
+			v = strings.TrimSpace(v)
+			return v, i + 1, v != ""
+		}
+	}
+	return "", 0, false
+}
+
+// KeyLines returns the 1-based lines of yaml that look like a declaration
+// of key at any indentation ("key:" or "key :"), so callers can detect
+// declarations a line parser and a YAML parser would read differently.
+func KeyLines(yaml []byte, key string) []int {
+	var lines []int
+	for i, l := range strings.Split(string(yaml), "\n") {
+		rest, found := strings.CutPrefix(strings.TrimLeft(l, " \t"), key)
+		if found && strings.HasPrefix(strings.TrimLeft(rest, " \t"), ":") {
+			lines = append(lines, i+1)
+		}
+	}
+	return lines
+}
+
+// rolePathErr drops the path from *fs.PathError, because the message
+// already names the file.
+func rolePathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
