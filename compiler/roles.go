@@ -60,7 +60,7 @@ func compileRoles(schema *cue.Schema, in RoleInput) (roles []Role, diags []Diagn
 		diags = append(diags, Diagnostic{Severity: roleProblemSeverity(p.Code), Code: p.Code, File: p.Path,
 			Line: p.Line, Column: p.Column, Message: p.Message, Hint: p.Hint, Subject: p.Subject})
 	}
-	p := &roleParser{schema: schema, ctx: cuecontext.New()}
+	p := newRoleParser(schema)
 	var defs []roleDef
 	for _, f := range found.Files {
 		if f.Data != nil {
@@ -92,13 +92,26 @@ func roleProblemSeverity(code string) Severity {
 
 type roleParser struct {
 	schema *cue.Schema
-	ctx    *cuelang.Context
+	ctx    *cuelang.Context // decodes frontmatter that has only warnings
+}
+
+func newRoleParser(schema *cue.Schema) *roleParser {
+	return &roleParser{schema: schema, ctx: cuecontext.New()}
 }
 
 // parse validates one role file. Checks run in pi-herdr-agents' order (read,
 // cli, frontmatter, then fields), but all field problems of a file are
-// reported in the same run.
+// reported in the same run. Every diagnostic names the role the file
+// defines, so an exact-name lookup finds it.
 func (p *roleParser) parse(f profiles.RoleFile) (roleDef, []Diagnostic) {
+	def, diags := p.parseFile(f)
+	for i := range diags {
+		diags[i].Subject = def.name
+	}
+	return def, diags
+}
+
+func (p *roleParser) parseFile(f profiles.RoleFile) (roleDef, []Diagnostic) {
 	def := roleDef{file: f, name: f.Stem}
 	if f.Data == nil {
 		return def, nil // discovery reported why
@@ -107,7 +120,7 @@ func (p *roleParser) parse(f profiles.RoleFile) (roleDef, []Diagnostic) {
 	var diags []Diagnostic
 	add := func(sev Severity, code string, line, col int, msg, hint string) {
 		diags = append(diags, Diagnostic{Severity: sev, Code: code, File: f.Path, Line: line, Column: col,
-			Message: msg, Hint: hint, Subject: def.name})
+			Message: msg, Hint: hint})
 	}
 	data := f.Data
 	encodingOK := true
@@ -152,9 +165,6 @@ func (p *roleParser) parse(f profiles.RoleFile) (roleDef, []Diagnostic) {
 	} else if n, ok := fields["name"].(string); ok {
 		def.name = n
 	}
-	for i := range fieldDiags {
-		fieldDiags[i].Subject = def.name
-	}
 	diags = append(diags, fieldDiags...)
 	valid := encodingOK && !HasErrors(fieldDiags)
 	if fields != nil {
@@ -170,16 +180,17 @@ func (p *roleParser) parse(f profiles.RoleFile) (roleDef, []Diagnostic) {
 	name, hasName := fields["name"].(string)
 	desc, _ := fields["description"].(string)
 	_, nameLine, _ := profiles.FrontmatterLine(yaml, "name")
+	nameCol := 0
 	if nameLine > 0 {
-		nameLine += start - 1
+		nameLine, nameCol = nameLine+start-1, 1
 	}
 	switch {
 	case pack && hasName && name != f.Stem:
 		valid = false
-		add(Error, "role-name-mismatch", nameLine, 0, fmt.Sprintf("Role name %q must match filename %q in %s", name, f.Stem, f.Path),
+		add(Error, "role-name-mismatch", nameLine, nameCol, fmt.Sprintf("Role name %q must match filename %q in %s", name, f.Stem, f.Path),
 			fmt.Sprintf("rename the file to %s.md or set name: %s", name, f.Stem))
 	case !pack && hasName && name != f.Stem:
-		add(Warning, "role-name-differs", nameLine, 0,
+		add(Warning, "role-name-differs", nameLine, nameCol,
 			fmt.Sprintf("Role name %q differs from filename %q in %s; the role is listed as %q", name, f.Stem, f.Path, name),
 			fmt.Sprintf("rename the file to %s.md so the file name is the role name", name))
 	}
@@ -205,7 +216,16 @@ func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[str
 		return map[string]any{}, nil, bad // an empty block is an empty mapping
 	}
 	res := p.schema.ValidateFrontmatter(cue.Role, path, yaml, start)
+	dup := map[string]bool{}
 	for _, fd := range res.Findings {
+		if fd.Code == cue.CodeDuplicateKey {
+			dup[fd.Field] = true
+		}
+	}
+	for _, fd := range res.Findings {
+		if fd.Code == cue.CodeInvalidValue && dup[fd.Field] {
+			continue // the duplicate-key finding explains it; the unified value would mislead
+		}
 		sev := Error
 		if fd.Code == cue.CodeUnknownField {
 			sev = Warning

@@ -177,7 +177,7 @@ func (d *roleDiscovery) packs(paths []string) {
 			start = filepath.Dir(p)
 			files = []string{p}
 		default:
-			d.unreadablePack(p, fmt.Errorf("not a file or directory (%s)", fi.Mode().Type()))
+			d.unreadablePack(p, fmt.Errorf("not a file or directory (%s)", fileKind(fi.Mode())))
 			continue
 		}
 		id := d.identity(start)

@@ -1,0 +1,352 @@
+package compiler
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rogpeppe/go-internal/txtar"
+
+	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/profiles"
+)
+
+// A role fixture is a txtar archive under testdata/roles. Its comment is a
+// description paragraph, a blank line, then directives, one per line:
+//
+//	bundled: DIR          bundled roles dir, relative to the tree
+//	packs: P1 P2 ...      registered paths, relative to the tree; "=P" keeps P literally
+//	trusted: false        the project is untrusted (default true)
+//	symlink: LINK TARGET  create a symlink in the tree
+//	fifo: PATH            create a named pipe
+//	big: PATH BYTES       create a file of that many bytes
+//
+// The agent dir is <tree>/agent and the cwd <tree>/project. The section
+// named "want" holds the expected catalog; -update rewrites it.
+type roleFixture struct {
+	path    string
+	archive *txtar.Archive
+	input   RoleInput
+	tree    string
+}
+
+func loadRoleFixture(t *testing.T, path string) *roleFixture {
+	t.Helper()
+	a, err := txtar.ParseFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := t.TempDir()
+	f := &roleFixture{path: path, archive: a, tree: tree,
+		input: RoleInput{AgentDir: filepath.Join(tree, "agent"), Cwd: filepath.Join(tree, "project"), Trusted: true}}
+	for _, file := range a.Files {
+		if file.Name == "want" {
+			continue
+		}
+		p := filepath.Join(tree, filepath.FromSlash(file.Name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, file.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, directives, _ := strings.Cut(string(a.Comment), "\n\n") // a description paragraph comes first
+	for _, line := range strings.Split(directives, "\n") {
+		key, val, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		args := strings.Fields(val)
+		abs := func(p string) string { return filepath.Join(tree, filepath.FromSlash(p)) }
+		mkdir := func(p string) {
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		switch strings.TrimSpace(key) {
+		case "bundled":
+			f.input.BundledDir = abs(args[0])
+		case "packs":
+			for _, p := range args {
+				if lit, ok := strings.CutPrefix(p, "="); ok {
+					f.input.Packs = append(f.input.Packs, lit)
+				} else {
+					f.input.Packs = append(f.input.Packs, abs(p))
+				}
+			}
+		case "trusted":
+			f.input.Trusted = args[0] == "true"
+		case "symlink":
+			mkdir(abs(args[0]))
+			if err := os.Symlink(args[1], abs(args[0])); err != nil {
+				t.Fatal(err)
+			}
+		case "fifo":
+			mkdir(abs(args[0]))
+			if err := syscall.Mkfifo(abs(args[0]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		case "big":
+			n, err := strconv.Atoi(args[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			mkdir(abs(args[0]))
+			data := append([]byte("---\ndescription: big\n---\n"), bytes.Repeat([]byte("x"), n)...)
+			if err := os.WriteFile(abs(args[0]), data[:n], 0o644); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			t.Fatalf("%s: unknown directive %q", path, line)
+		}
+	}
+	return f
+}
+
+// renderRoles prints a compile result with the temporary tree replaced by
+// $TREE, so it can be compared with the fixture's want section.
+func renderRoles(tree string, roles []Role, diags []Diagnostic, sources []Source) string {
+	var b strings.Builder
+	b.WriteString("roles:\n")
+	for _, r := range roles {
+		r.SHA256 = r.SHA256[:12]
+		js, _ := json.Marshal(r)
+		b.WriteString(string(js) + "\n")
+	}
+	b.WriteString("diagnostics:\n")
+	for _, d := range diags {
+		fmt.Fprintf(&b, "%s %s %s:%d:%d [%s] %s\n", d.Severity, d.Code, d.File, d.Line, d.Column, d.Subject, d.Message)
+		if d.Hint != "" {
+			fmt.Fprintf(&b, "\thint: %s\n", d.Hint)
+		}
+	}
+	b.WriteString("sources:\n")
+	for _, s := range sources {
+		fmt.Fprintf(&b, "%s %s\n", s.Path, s.SHA256[:12])
+	}
+	return strings.ReplaceAll(b.String(), tree, "$TREE")
+}
+
+func loadSchema(t testing.TB) *cue.Schema {
+	t.Helper()
+	s, err := cue.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestRoleFixtures compiles every testdata/roles/*.txtar tree and compares
+// the catalog, diagnostics and sources with its want section.
+func TestRoleFixtures(t *testing.T) {
+	schema := loadSchema(t)
+	paths, err := filepath.Glob("../testdata/roles/*.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) == 0 {
+		t.Fatal("no role fixtures found")
+	}
+	for _, path := range paths {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
+			f := loadRoleFixture(t, path)
+			roles, diags, sources := compileRoles(schema, f.input)
+			got := renderRoles(f.tree, roles, diags, sources)
+			i := slices.IndexFunc(f.archive.Files, func(tf txtar.File) bool { return tf.Name == "want" })
+			if *update {
+				if i < 0 {
+					f.archive.Files = append(f.archive.Files, txtar.File{Name: "want"})
+					i = len(f.archive.Files) - 1
+				}
+				f.archive.Files[i].Data = []byte(got)
+				if err := os.WriteFile(path, txtar.Format(f.archive), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if i < 0 {
+				t.Fatalf("%s has no want section; run with -update", path)
+			}
+			if diff := cmp.Diff(string(f.archive.Files[i].Data), got); diff != "" {
+				t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
+			}
+		})
+	}
+}
+
+// TestRoleDeterministic checks that compiling the same tree twice gives the
+// same result.
+func TestRoleDeterministic(t *testing.T) {
+	schema := loadSchema(t)
+	f := loadRoleFixture(t, "../testdata/roles/layers.txtar")
+	r1, d1, s1 := compileRoles(schema, f.input)
+	r2, d2, s2 := compileRoles(schema, f.input)
+	if diff := cmp.Diff(renderRoles(f.tree, r1, d1, s1), renderRoles(f.tree, r2, d2, s2)); diff != "" {
+		t.Errorf("second compile differs:\n%s", diff)
+	}
+}
+
+// parseOne validates a single role file given as text in the given layer.
+func parseOne(t *testing.T, schema *cue.Schema, layer, stem, text string) (roleDef, []Diagnostic) {
+	t.Helper()
+	return newRoleParser(schema).parse(profiles.RoleFile{Layer: layer, Path: "/r/" + stem + ".md", Stem: stem, Data: []byte(text)})
+}
+
+func codes(ds []Diagnostic) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, string(d.Severity)+":"+d.Code)
+	}
+	return out
+}
+
+// TestRoleFields covers how frontmatter values become manifest fields.
+func TestRoleFields(t *testing.T) {
+	schema := loadSchema(t)
+	yes, no := true, false
+	tests := []struct {
+		name string
+		text string
+		want Role
+	}{
+		{"comma lists are split and trimmed", "---\ntools: read,  bash ,grep\ndeny-tools: subagent\nskills: a, b\n---\nBody\n",
+			Role{Tools: []string{"read", "bash", "grep"}, DenyTools: []string{"subagent"}, Skills: []string{"a", "b"}, Body: "Body"}},
+		{"skill is read when skills is absent", "---\nskill: one, two\n---\n",
+			Role{Skills: []string{"one", "two"}}},
+		{"skills wins over skill", "---\nskills: a\nskill: b\n---\n", Role{Skills: []string{"a"}}},
+		{"booleans and enums", "---\nspawning: false\nauto-exit: true\ninteractive: false\npersistent: true\nthinking: high\nsystem-prompt: append\nsession-mode: fork\ndisable-model-invocation: true\n---\n",
+			Role{Spawning: &no, AutoExit: &yes, Interactive: &no, Persistent: &yes, Thinking: "high", SystemPrompt: "append",
+				SessionMode: "fork", DisableModelInvocation: true}},
+		{"strings", "---\ndescription: Reviews code\nmodel: anthropic/claude-sonnet-4\ncwd: work\n---\n",
+			Role{Description: "Reviews code", Model: "anthropic/claude-sonnet-4", Cwd: "work"}},
+		{"empty block is an empty mapping", "---\n\n---\n\n\nHello\n\n", Role{Body: "Hello"}},
+		{"closing marker with trailing text still closes", "---\ntools: read\n----\nBody\n", Role{Tools: []string{"read"}, Body: "-\nBody"}},
+		{"comment-only block", "---\n# nothing yet\n---\nB", Role{Body: "B"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			def, diags := parseOne(t, schema, profiles.LayerGlobal, "r", tt.text)
+			if HasErrors(diags) || !def.valid {
+				t.Fatalf("unexpected errors: %v", diags)
+			}
+			got := def.role
+			got.Name, got.Layer, got.Path, got.SHA256 = "", "", "", ""
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("role mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRoleFileRules covers the per-file rules: which codes a file gets, in
+// which layer, and whether it stays usable.
+func TestRoleFileRules(t *testing.T) {
+	schema := loadSchema(t)
+	const pack, global = profiles.LayerPackage, profiles.LayerGlobal
+	tests := []struct {
+		name      string
+		layer     string
+		stem      string
+		text      string
+		wantName  string
+		wantValid bool
+		wantCodes []string
+	}{
+		{"valid pack role", pack, "r", "---\ndescription: d\n---\nB", "r", true, nil},
+		{"pack needs description", pack, "r", "---\nmodel: a/b\n---\n", "r", false, []string{"error:missing-role-description"}},
+		{"pack blank description", pack, "r", "---\ndescription: \"  \"\n---\n", "r", false, []string{"error:invalid-value"}},
+		{"pack name must equal stem", pack, "r", "---\nname: other\ndescription: d\n---\n", "r", false, []string{"error:role-name-mismatch"}},
+		{"pack name equal to stem", pack, "r", "---\nname: r\ndescription: d\n---\n", "r", true, nil},
+		{"pack without frontmatter", pack, "r", "just text\n", "r", false, []string{"error:invalid-role-definition"}},
+		{"global without frontmatter is ignored", global, "r", "just text\n", "r", false, []string{"warning:missing-frontmatter"}},
+		{"unterminated frontmatter", global, "r", "---\ntools: read\n", "r", false, []string{"warning:missing-frontmatter"}},
+		{"global name differs from stem", global, "r", "---\nname: other\n---\n", "other", true, []string{"warning:role-name-differs"}},
+		{"global needs no description", global, "r", "---\ntools: read\n---\n", "r", true, nil},
+		{"unknown key is a warning", global, "r", "---\noutput: x\ncli-model: y\n---\n", "r", true, []string{"warning:unknown-field", "warning:unknown-field"}},
+		{"cli is rejected", global, "r", "---\nname: n\ncli: claude\n---\n", "n", false, []string{"error:external-cli-unsupported"}},
+		{"empty cli is not a cli", global, "r", "---\ncli:\n---\n", "r", true, []string{"warning:unknown-field"}},
+		{"pack cli is rejected", pack, "r", "---\ncli: claude\ndescription: d\n---\n", "r", false, []string{"error:external-cli-unsupported"}},
+		{"bad enum", global, "r", "---\nthinking: huge\n---\n", "r", false, []string{"error:invalid-value"}},
+		{"non-bool", global, "r", "---\nspawning: yes\n---\n", "r", false, []string{"error:invalid-value"}},
+		{"capitalised bool", global, "r", "---\nauto-exit: True\n---\n", "r", false, []string{"error:frontmatter-divergence"}},
+		{"disable-model-invocation is case-insensitive", global, "r", "---\ndisable-model-invocation: True\n---\n", "r", true, nil},
+		{"yaml list for tools", global, "r", "---\ntools: [read, bash]\n---\n", "r", false, []string{"error:invalid-value"}},
+		{"quoted tools", global, "r", "---\ntools: \"read, bash\"\n---\n", "r", false, []string{"error:invalid-capability-declaration"}},
+		{"tools comment", global, "r", "---\ntools: read # no bash\n---\n", "r", false, []string{"error:invalid-capability-declaration"}},
+		{"tools block scalar", global, "r", "---\ntools: |\n  read\n---\n", "r", false, []string{"error:invalid-capability-declaration"}},
+		{"indented tools", global, "r", "---\ndescription: |\n  tools: read\n---\n", "r", false,
+			[]string{"warning:frontmatter-divergence", "error:invalid-capability-declaration"}},
+		{"space before colon", global, "r", "---\nspawning : false\n---\n", "r", false, []string{"error:invalid-capability-declaration"}},
+		{"tools inside a quoted scalar", global, "r", "---\ndescription: \"a\ntools: read\"\n---\n", "r", false,
+			[]string{"warning:frontmatter-divergence", "error:invalid-capability-declaration"}},
+		{"empty list item", global, "r", "---\ntools: read,,bash\n---\n", "r", false, []string{"error:invalid-value"}},
+		{"quoted model", global, "r", "---\nmodel: \"a/b\"\n---\n", "r", false, []string{"error:frontmatter-divergence"}},
+		{"quoted description warns", global, "r", "---\ndescription: \"Reviews\"\n---\n", "r", true, []string{"warning:frontmatter-divergence"}},
+		{"duplicate key", global, "r", "---\ntools: read\ntools: bash\n---\n", "r", false, []string{"error:duplicate-key"}},
+		{"not a mapping", global, "r", "---\n- a\n---\n", "r", false, []string{"error:not-object"}},
+		{"yaml syntax error", global, "r", "---\ndescription: a: b\n---\n", "r", false, []string{"error:syntax"}},
+		{"bad utf-8 in frontmatter", global, "r", "---\ndescription: \xff\n---\n", "r", false, []string{"error:encoding"}},
+		{"bad utf-8 in body", global, "r", "---\ndescription: d\n---\nbody \xfe\n", "r", false, []string{"error:invalid-role-encoding"}},
+		{"crlf", global, "r", "---\r\nname: n\r\ntools: read\r\n---\r\nB\r\n", "n", false, []string{"error:unsupported-line-endings", "warning:role-name-differs"}},
+		{"bom", pack, "r", "\uFEFF---\ndescription: d\n---\nB\n", "r", false, []string{"error:unsupported-line-endings"}},
+		{"crlf without frontmatter still masks", global, "r", "\uFEFFtext\r\n", "r", false,
+			[]string{"error:unsupported-line-endings", "warning:missing-frontmatter"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			def, diags := parseOne(t, schema, tt.layer, tt.stem, tt.text)
+			if def.name != tt.wantName || def.valid != tt.wantValid {
+				t.Errorf("name, valid = %q, %v; want %q, %v (diags %v)", def.name, def.valid, tt.wantName, tt.wantValid, diags)
+			}
+			if diff := cmp.Diff(tt.wantCodes, codes(diags)); diff != "" {
+				t.Errorf("codes mismatch (-want +got):\n%s\n%v", diff, diags)
+			}
+			for _, d := range diags {
+				if d.Subject != def.name {
+					t.Errorf("diagnostic %s has subject %q, want %q", d.Code, d.Subject, def.name)
+				}
+				if d.File != "/r/"+tt.stem+".md" {
+					t.Errorf("diagnostic %s names file %q", d.Code, d.File)
+				}
+			}
+		})
+	}
+}
+
+// TestRolePositions checks that frontmatter findings point into the
+// Markdown file, not into the extracted YAML.
+func TestRolePositions(t *testing.T) {
+	schema := loadSchema(t)
+	_, diags := parseOne(t, schema, profiles.LayerGlobal, "r",
+		"---\ndescription: ok\nthinking: huge\nbogus: 1\n---\nBody\n")
+	got := map[string][2]int{}
+	for _, d := range diags {
+		got[d.Code] = [2]int{d.Line, d.Column}
+	}
+	want := map[string][2]int{"invalid-value": {3, 11}, "unknown-field": {4, 1}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("positions mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestRoleKeysMatchSchema keeps roleKeys in step with #Role: every listed
+// key is allowed, and a key outside the list is not.
+func TestRoleKeysMatchSchema(t *testing.T) {
+	schema := loadSchema(t)
+	for _, k := range append(slices.Clone(roleKeys), "cli-model") {
+		res := schema.ValidateFrontmatter(cue.Role, "f.md", []byte(k+": x\n"), 1)
+		unknown := slices.ContainsFunc(res.Findings, func(f cue.Finding) bool { return f.Code == cue.CodeUnknownField })
+		if want := k == "cli-model"; unknown != want {
+			t.Errorf("key %q: unknown = %v, want %v", k, unknown, want)
+		}
+	}
+}
