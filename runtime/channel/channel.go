@@ -38,6 +38,7 @@ type Channel struct {
 	root     *os.File
 	inbox    map[Direction]*os.File
 	send     map[Direction]*sync.Mutex
+	swept    map[Direction]bool // stale temp files of d removed (guarded by send[d])
 	now      func() time.Time
 	fault    faultFunc
 }
@@ -170,6 +171,7 @@ func openUnchecked(dir string) (*Channel, error) {
 func (c *Channel) openInboxes() error {
 	c.inbox = map[Direction]*os.File{}
 	c.send = map[Direction]*sync.Mutex{ToMain: {}, ToSub: {}}
+	c.swept = map[Direction]bool{}
 	for _, d := range []Direction{ToMain, ToSub} {
 		f, err := openDirAt(c.root, string(d))
 		if err != nil {
@@ -338,6 +340,10 @@ func (c *Channel) SendBatch(d Direction, texts []string) ([]Message, error) {
 	}
 	defer unix.Flock(int(inbox.Fd()), unix.LOCK_UN)
 
+	if !c.swept[d] {
+		c.sweepTemps(d)
+		c.swept[d] = true
+	}
 	prev, err := c.Sequence(d)
 	if err != nil {
 		return nil, fmt.Errorf("send to %s: %w", c.dir, err)
@@ -397,6 +403,25 @@ func (c *Channel) SendBatch(d Direction, texts []string) ([]Message, error) {
 	return msgs, nil
 }
 
+// sweepTemps removes temp files left by a writer of d that died mid-write.
+// Only the writer of d creates temp files in its inbox and for its counter,
+// and the caller holds that writer's lock, so none of them is in use.
+func (c *Channel) sweepTemps(d Direction) {
+	sweep := func(dir *os.File, prefix string) {
+		names, err := listNames(dir)
+		if err != nil {
+			return
+		}
+		for _, n := range names {
+			if strings.HasSuffix(n, ".tmp") && strings.HasPrefix(n, prefix) {
+				_ = unix.Unlinkat(int(dir.Fd()), n, 0)
+			}
+		}
+	}
+	sweep(c.inbox[d], "")
+	sweep(c.root, sequenceFile(d)+".")
+}
+
 // Problem is a protocol or I/O error found while reading a channel. The
 // offending file is left on disk for inspection.
 type Problem struct {
@@ -418,25 +443,57 @@ func (c *Channel) Pending(d Direction) ([]Message, []Problem, error) {
 	if err := c.checkPresent(); err != nil {
 		return nil, nil, fmt.Errorf("list %s: %w", inbox.Name(), err)
 	}
-	names, err := listNames(inbox)
-	if err != nil {
-		return nil, nil, fmt.Errorf("list %s: %w", inbox.Name(), err)
-	}
+	// readdir may miss a file renamed in while it runs yet return a later
+	// one, which would let sequence k+1 overtake k. Listing again until a
+	// pass finds nothing new closes that gap: anything published before a
+	// pass starts is seen by that pass.
+	seen := map[string]bool{}
 	var msgs []Message
 	var problems []Problem
-	for _, name := range names {
-		if !strings.HasSuffix(name, ".json") {
-			continue
+	var cutoff int64 = -1
+	for round := 0; ; round++ {
+		names, err := listNames(inbox)
+		if err != nil {
+			return nil, nil, fmt.Errorf("list %s: %w", inbox.Name(), err)
 		}
-		m, perr := c.readMessage(inbox, d, name)
-		if perr != nil {
-			if errors.Is(perr.Err, os.ErrNotExist) {
-				continue // acknowledged between listing and reading
+		var maxBefore int64
+		for _, m := range msgs {
+			maxBefore = max(maxBefore, m.Sequence)
+		}
+		added := 0
+		for _, name := range names {
+			if seen[name] || !strings.HasSuffix(name, ".json") {
+				continue
 			}
-			problems = append(problems, *perr)
-			continue
+			seen[name] = true
+			added++
+			m, perr := c.readMessage(inbox, d, name)
+			if perr != nil {
+				if !errors.Is(perr.Err, os.ErrNotExist) { // acknowledged meanwhile
+					problems = append(problems, *perr)
+				}
+				continue
+			}
+			msgs = append(msgs, m)
 		}
-		msgs = append(msgs, m)
+		if added == 0 {
+			break
+		}
+		if round == maxListRounds {
+			// Still growing: keep only what an earlier pass vouches for;
+			// the rest is picked up by the wake its own rename causes.
+			cutoff = maxBefore
+			break
+		}
+	}
+	if cutoff >= 0 {
+		kept := msgs[:0]
+		for _, m := range msgs {
+			if m.Sequence <= cutoff {
+				kept = append(kept, m)
+			}
+		}
+		msgs = kept
 	}
 	sort.SliceStable(msgs, func(i, j int) bool { return msgs[i].Sequence < msgs[j].Sequence })
 	return msgs, problems, nil
@@ -462,6 +519,9 @@ func (c *Channel) readMessage(inbox *os.File, d Direction, name string) (Message
 	}
 	return m, nil
 }
+
+// maxListRounds bounds the re-listing of a busy inbox in Pending.
+const maxListRounds = 4
 
 // ErrRemoved reports a channel whose directory was deleted while open.
 var ErrRemoved = errors.New("channel directory was removed")
