@@ -306,13 +306,15 @@ func (c *Channel) Sequence(d Direction) (int64, error) {
 	return seq, nil
 }
 
-// Send writes one message into the inbox of d; see SendBatch.
+// Send writes one message into the inbox of d; see SendBatch. If it returns
+// an error together with a message, that message was published but its
+// durability is uncertain; resending it would deliver it twice.
 func (c *Channel) Send(d Direction, text string) (Message, error) {
 	ms, err := c.SendBatch(d, []string{text})
-	if err != nil {
+	if len(ms) == 0 {
 		return Message{}, err
 	}
-	return ms[0], nil
+	return ms[0], err
 }
 
 // SendBatch writes messages into the inbox of d in order. The sequence
