@@ -1,0 +1,68 @@
+package channel
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var fuzzIdentity = identity{runID: "3f1c2a9e-0000-4000-8000-000000000001", token: strings.Repeat("ab", 32)}
+
+// FuzzDecodeMessage feeds arbitrary bytes to the inbox payload decoder: it
+// must never panic, and whatever it accepts must survive a write/read round
+// trip unchanged and carry the channel identity.
+func FuzzDecodeMessage(f *testing.F) {
+	good, _ := encodeJSON(wireMessage{Version: 1, ID: "m-1", Sequence: 7, RunID: fuzzIdentity.runID, Token: fuzzIdentity.token, CreatedAt: 1700000000000, Message: "hi <&> \u2028 \x01"})
+	f.Add(good)
+	f.Add([]byte(`{"version":1,"id":"x","sequence":9007199254740991,"runId":"` + fuzzIdentity.runID + `","token":"` + fuzzIdentity.token + `","createdAt":-1.5e3,"message":""}`))
+	f.Add([]byte(`{"version":1.0,"id":"x","sequence":1e0,"runId":"` + fuzzIdentity.runID + `","token":"` + fuzzIdentity.token + `","createdAt":0,"message":"\ud800"}`))
+	f.Add([]byte(`{"version":1,"id":"x","sequence":0}`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte(`null`))
+	f.Add([]byte(`{"version":1} {}`))
+	f.Add([]byte{0xff, '{'})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := decodeMessage(data, ToMain, fuzzIdentity)
+		if err != nil {
+			return
+		}
+		if m.RunID != fuzzIdentity.runID || m.ID == "" || m.Sequence < 1 || m.Sequence > maxSafeInteger || m.Direction != ToMain {
+			t.Fatalf("accepted an invalid message: %+v", m)
+		}
+		again, err := encodeJSON(wireMessage{Version: 1, ID: m.ID, Sequence: m.Sequence, RunID: m.RunID, Token: fuzzIdentity.token, CreatedAt: m.CreatedAt, Message: m.Text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := decodeMessage(again, ToMain, fuzzIdentity)
+		if err != nil {
+			t.Fatalf("re-encoded message rejected: %v\n%s", err, again)
+		}
+		if diff := cmp.Diff(m, back); diff != "" {
+			t.Fatalf("round trip changed the message (-first +second):\n%s", diff)
+		}
+		// The delivered text must carry a header that parses back to it.
+		r, body, err := ParseDeliveryHeader(FormatDelivery(m))
+		if err != nil || r != m.Receipt() || body != m.Text {
+			t.Fatalf("delivery header round trip: %+v %q %v", r, body, err)
+		}
+	})
+}
+
+// FuzzParseDeliveryHeader checks that any accepted header re-renders to
+// text that parses to the same receipt and content.
+func FuzzParseDeliveryHeader(f *testing.F) {
+	f.Add(FormatDeliveryHeader(Receipt{Direction: ToSub, RunID: "r", MessageID: "m"}) + "body")
+	f.Add(`[Facets delivery v1] {"direction":"to-main","runId":"a\u2028","messageId":"\"x"}` + "\n\nz")
+	f.Add("[Facets delivery v1] {}\n\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		r, body, err := ParseDeliveryHeader(text)
+		if err != nil {
+			return
+		}
+		r2, body2, err := ParseDeliveryHeader(FormatDeliveryHeader(r) + body)
+		if err != nil || r2 != r || body2 != body {
+			t.Fatalf("re-rendered header: %+v %q %v (from %+v %q)", r2, body2, err, r, body)
+		}
+	})
+}
