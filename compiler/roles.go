@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -226,6 +227,9 @@ func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[str
 		if fd.Code == cue.CodeInvalidValue && dup[fd.Field] {
 			continue // the duplicate-key finding explains it; the unified value would mislead
 		}
+		if fd.Code == cue.CodeSyntax && fd.Message == "" {
+			fd.Line, fd.Column, fd.Message = yamlSyntaxError(path, yaml, start)
+		}
 		sev := Error
 		if fd.Code == cue.CodeUnknownField {
 			sev = Warning
@@ -252,6 +256,26 @@ func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[str
 		return nil, diags, bad
 	}
 	return m, diags, bad
+}
+
+// yamlSyntaxError recovers the line and text of a YAML syntax error for a
+// finding that arrived without them: the YAML decoder reports "file:line:
+// message" text with no structured position.
+func yamlSyntaxError(path string, yaml []byte, start int) (line, col int, msg string) {
+	line, col, msg = start, 1, "frontmatter is not valid YAML"
+	padded := append(bytes.Repeat([]byte("\n"), start-1), yaml...)
+	_, err := cueyaml.Extract(path, padded)
+	if err == nil {
+		return line, col, msg
+	}
+	text := err.Error()
+	if rest, ok := strings.CutPrefix(text, path+":"); ok {
+		num, m, _ := strings.Cut(rest, ": ")
+		if n, err := strconv.Atoi(num); err == nil && n >= start {
+			line, text = n, m
+		}
+	}
+	return line, 0, "invalid YAML frontmatter: " + text
 }
 
 // blankYAML reports whether yaml has only blank and comment lines.

@@ -350,3 +350,17 @@ func TestRoleKeysMatchSchema(t *testing.T) {
 		}
 	}
 }
+
+// TestRoleSyntaxErrorPosition checks that a YAML syntax error names its
+// line in the Markdown file and says what is wrong.
+func TestRoleSyntaxErrorPosition(t *testing.T) {
+	schema := loadSchema(t)
+	_, diags := parseOne(t, schema, profiles.LayerGlobal, "r", "---\nmodel: a/b\ndescription: Reviews: code\n---\n")
+	if len(diags) != 1 {
+		t.Fatalf("want one diagnostic, got %v", diags)
+	}
+	d := diags[0]
+	if d.Code != cue.CodeSyntax || d.Line != 3 || !strings.Contains(d.Message, "mapping values are not allowed") {
+		t.Errorf("got %+v; want a syntax error on line 3 naming the YAML problem", d)
+	}
+}
