@@ -295,6 +295,8 @@ func TestRoleFileRules(t *testing.T) {
 		{"not a mapping", global, "r", "---\n- a\n---\n", "r", false, []string{"error:not-object"}},
 		{"yaml syntax error", global, "r", "---\ndescription: a: b\n---\n", "r", false, []string{"error:syntax"}},
 		{"bad utf-8 in frontmatter", global, "r", "---\ndescription: \xff\n---\n", "r", false, []string{"error:encoding"}},
+		{"bare cr in frontmatter", global, "r", "---\n\r\r0\n---", "r", false, []string{"error:syntax"}},
+		{"crlf inside lf frontmatter is fine", global, "r", "---\ntools: read\r\n---\n", "r", true, nil},
 		{"bad utf-8 in body", global, "r", "---\ndescription: d\n---\nbody \xfe\n", "r", false, []string{"error:invalid-role-encoding"}},
 		{"crlf", global, "r", "---\r\nname: n\r\ntools: read\r\n---\r\nB\r\n", "n", false, []string{"error:unsupported-line-endings", "warning:role-name-differs"}},
 		{"bom", pack, "r", "\uFEFF---\ndescription: d\n---\nB\n", "r", false, []string{"error:unsupported-line-endings"}},
