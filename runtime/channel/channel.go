@@ -38,7 +38,9 @@ type Channel struct {
 	root     *os.File
 	inbox    map[Direction]*os.File
 	send     map[Direction]*sync.Mutex
-	swept    map[Direction]bool // stale temp files of d removed (guarded by send[d])
+	swept    map[Direction]bool     // stale temp files of d removed (guarded by send[d])
+	lease    map[Direction]seqLease // reserved sequence numbers (guarded by send[d])
+	reserve  int64                  // numbers reserved per counter write
 	now      func() time.Time
 	fault    faultFunc
 }
@@ -172,6 +174,8 @@ func (c *Channel) openInboxes() error {
 	c.inbox = map[Direction]*os.File{}
 	c.send = map[Direction]*sync.Mutex{ToMain: {}, ToSub: {}}
 	c.swept = map[Direction]bool{}
+	c.lease = map[Direction]seqLease{}
+	c.reserve = defaultReserve
 	for _, d := range []Direction{ToMain, ToSub} {
 		f, err := openDirAt(c.root, string(d))
 		if err != nil {
@@ -283,7 +287,18 @@ type sequenceRecord struct {
 	Sequence int64  `json:"sequence"`
 }
 
-// Sequence returns the last sequence number persisted for d (0 if none).
+// seqLease is the part of the persisted reservation this writer has used.
+type seqLease struct {
+	persisted int64 // counter value this writer last saw or wrote
+	used      int64 // highest sequence handed out under it
+}
+
+// defaultReserve is how many sequence numbers one counter write reserves.
+// A restarted writer skips the unused rest; readers accept gaps.
+const defaultReserve = 1024
+
+// Sequence returns the persisted counter of d (0 if none): no message of d
+// has a higher sequence, and the next one sent will have a higher one.
 func (c *Channel) Sequence(d Direction) (int64, error) {
 	data, err := readFileAt(c.root, sequenceFile(d), maxControlBytes)
 	if errors.Is(err, os.ErrNotExist) {
@@ -318,8 +333,10 @@ func (c *Channel) Send(d Direction, text string) (Message, error) {
 }
 
 // SendBatch writes messages into the inbox of d in order. The sequence
-// counter is persisted first, then each payload is written to a temp file
-// and fsynced, renamed into place, and the inbox directory is fsynced once.
+// counter is persisted first whenever the batch needs numbers beyond the
+// block reserved by the last counter write; then each payload is written to
+// a temp file and fsynced, renamed into place, and the inbox directory is
+// fsynced once.
 // On error the returned prefix was published (possibly not yet durably) and
 // the rest was not; the unused sequence numbers leave a gap, which readers
 // accept.
@@ -346,18 +363,26 @@ func (c *Channel) SendBatch(d Direction, texts []string) ([]Message, error) {
 		c.sweepTemps(d)
 		c.swept[d] = true
 	}
-	prev, err := c.Sequence(d)
+	persisted, err := c.Sequence(d)
 	if err != nil {
 		return nil, fmt.Errorf("send to %s: %w", c.dir, err)
 	}
-	if prev > maxSafeInteger-int64(len(texts)) {
+	// The counter on disk is a reservation: numbers up to it may be handed
+	// out without another counter write. Re-reading it on every send (a
+	// cheap read, no fsync) detects any other writer and drops the lease.
+	used := persisted
+	if l := c.lease[d]; l.persisted == persisted && l.used > 0 {
+		used = l.used
+	}
+	if used > maxSafeInteger-int64(len(texts)) {
 		return nil, fmt.Errorf("send to %s: talk sequence exhausted", c.dir)
 	}
+	last := used + int64(len(texts))
 	now := c.now().UnixMilli()
 	msgs := make([]Message, len(texts))
 	payloads := make([][]byte, len(texts))
 	for i, text := range texts {
-		w := wireMessage{Version: 1, ID: NewID(), Sequence: prev + 1 + int64(i), RunID: c.manifest.RunID,
+		w := wireMessage{Version: 1, ID: NewID(), Sequence: used + 1 + int64(i), RunID: c.manifest.RunID,
 			Token: c.manifest.Token, CreatedAt: now, Message: text}
 		data, err := encodeJSON(w)
 		if err != nil {
@@ -369,26 +394,29 @@ func (c *Channel) SendBatch(d Direction, texts []string) ([]Message, error) {
 		payloads[i] = data
 		msgs[i] = Message{Direction: d, ID: w.ID, Sequence: w.Sequence, RunID: w.RunID, CreatedAt: now, Text: text}
 	}
-	counter, err := encodeJSON(sequenceRecord{RunID: c.manifest.RunID, Token: c.manifest.Token, Sequence: prev + int64(len(texts))})
+	if last > persisted {
+		target := min(last+c.reserve, maxSafeInteger)
+		counter, err := encodeJSON(sequenceRecord{RunID: c.manifest.RunID, Token: c.manifest.Token, Sequence: target})
+		if err != nil {
+			return nil, fmt.Errorf("send to %s: encode counter: %w", c.dir, err)
+		}
+		if err := writeAtomic(c.root, sequenceFile(d), counter, c.fault); err != nil {
+			c.lease[d] = seqLease{}
+			return nil, fmt.Errorf("send to %s: persist sequence: %w", c.dir, err)
+		}
+		persisted = target
+	}
+	// From here on the numbers are spent: a failed payload leaves a gap,
+	// never a reused sequence.
+	c.lease[d] = seqLease{persisted: persisted, used: last}
+	pending, err := c.createTemps(inbox, msgs, payloads)
 	if err != nil {
-		return nil, fmt.Errorf("send to %s: encode counter: %w", c.dir, err)
+		return nil, fmt.Errorf("send to %s: %w", c.dir, err)
 	}
-	if err := writeAtomic(c.root, sequenceFile(d), counter, c.fault); err != nil {
-		return nil, fmt.Errorf("send to %s: persist sequence: %w", c.dir, err)
-	}
-	pending := make([]pendingFile, 0, len(texts))
 	cleanup := func() {
 		for _, p := range pending {
 			_ = unix.Unlinkat(int(inbox.Fd()), p.tmp, 0)
 		}
-	}
-	for i, data := range payloads {
-		p, err := createTemp(inbox, Safe(msgs[i].ID)+".json", data, c.fault)
-		if err != nil {
-			cleanup()
-			return nil, fmt.Errorf("send to %s: %w", c.dir, err)
-		}
-		pending = append(pending, p)
 	}
 	for i, p := range pending {
 		if err := publish(inbox, p, c.fault); err != nil {
@@ -404,6 +432,40 @@ func (c *Channel) SendBatch(d Direction, texts []string) ([]Message, error) {
 	}
 	return msgs, nil
 }
+
+// createTemps writes and fsyncs the temp files of a batch concurrently, so
+// the filesystem can commit their fsyncs together.
+func (c *Channel) createTemps(inbox *os.File, msgs []Message, payloads [][]byte) ([]pendingFile, error) {
+	pending := make([]pendingFile, len(payloads))
+	errs := make([]error, len(payloads))
+	if len(payloads) == 1 {
+		pending[0], errs[0] = createTemp(inbox, Safe(msgs[0].ID)+".json", payloads[0], c.fault)
+	} else {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, maxParallelSyncs)
+		for i := range payloads {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				pending[i], errs[i] = createTemp(inbox, Safe(msgs[i].ID)+".json", payloads[i], c.fault)
+			}()
+		}
+		wg.Wait()
+	}
+	if err := errors.Join(errs...); err != nil {
+		for _, p := range pending {
+			if p.tmp != "" {
+				_ = unix.Unlinkat(int(inbox.Fd()), p.tmp, 0)
+			}
+		}
+		return nil, err
+	}
+	return pending, nil
+}
+
+// maxParallelSyncs bounds the goroutines (and open files) of one batch.
+const maxParallelSyncs = 32
 
 // sweepTemps removes temp files left by a writer of d that died mid-write.
 // Only the writer of d creates temp files in its inbox and for its counter,

@@ -27,6 +27,9 @@ func TestWriteFailuresKeepMessages(t *testing.T) {
 					if _, err := c.Send(ToSub, "before"); err != nil {
 						t.Fatal(err)
 					}
+					// A restarted writer has no reservation left in memory,
+					// so its first send must write the counter.
+					c = reopen(t, c)
 					c.fault = func(o, name string) error {
 						var hit bool
 						switch {

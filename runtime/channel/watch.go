@@ -29,8 +29,9 @@ type WatchOptions struct {
 }
 
 // Watcher wakes the receiving side of many channels: it scans a channel on
-// start, within the coalescing window after a relevant file event, and on
-// every rescan. Scans run one at a time on the Watcher's goroutine, so one
+// start, after a relevant file event (at once if the channel was not
+// scanned within the coalescing window, else batched at the window's end),
+// and on every rescan. Scans run one at a time on the Watcher's goroutine, so one
 // slow or broken channel delays but never stops the others.
 type Watcher struct {
 	direction Direction
@@ -212,6 +213,11 @@ func (w *Watcher) classify(ev fsnotify.Event) (string, bool) {
 		return s.dir, true
 	}
 	s, ok := w.slots[filepath.Dir(ev.Name)]
+	// Removing or renaming a file away never adds a message; ignoring it
+	// keeps the receiver's own acknowledgements from waking it again.
+	if s.inbox && ev.Op&(fsnotify.Create|fsnotify.Write) == 0 {
+		return "", false
+	}
 	if !ok || !wakes(w.direction, s.inbox, filepath.Base(ev.Name)) {
 		return "", false
 	}
@@ -227,16 +233,45 @@ func (w *Watcher) run() {
 	}
 	rescan := time.NewTicker(w.opts.Rescan)
 	defer rescan.Stop()
-	coalesce := time.NewTimer(w.opts.Coalesce)
-	coalesce.Stop()
-	defer coalesce.Stop()
-	armed := false
-	dirty := map[string]bool{}
-	arm := func() {
-		if !armed {
-			armed = true
-			coalesce.Reset(w.opts.Coalesce)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	// Each channel is scanned at most once per coalescing window: a wake of
+	// a channel that has not been scanned for a window is served at once,
+	// later wakes inside the window are batched into one scan at its end.
+	due := map[string]time.Time{}
+	lastScan := map[string]time.Time{}
+	mark := func(dir string) {
+		if _, ok := due[dir]; !ok {
+			due[dir] = lastScan[dir].Add(w.opts.Coalesce)
 		}
+	}
+	schedule := func() {
+		var next time.Time
+		for _, d := range due {
+			if next.IsZero() || d.Before(next) {
+				next = d
+			}
+		}
+		if next.IsZero() {
+			timer.Stop()
+			return
+		}
+		timer.Reset(max(0, time.Until(next)))
+	}
+	scanDue := func(all bool) {
+		now := time.Now()
+		var dirs []string
+		for dir, d := range due {
+			if all || !d.After(now) {
+				dirs = append(dirs, dir)
+			}
+		}
+		for _, dir := range dirs {
+			delete(due, dir)
+			lastScan[dir] = now
+		}
+		w.scanAll(dirs)
 	}
 	for {
 		select {
@@ -248,8 +283,7 @@ func (w *Watcher) run() {
 				continue
 			}
 			if dir, ok := w.classify(ev); ok {
-				dirty[dir] = true
-				arm()
+				mark(dir)
 			}
 		case err, ok := <-errs:
 			if !ok {
@@ -259,28 +293,25 @@ func (w *Watcher) run() {
 			// An overflow or watch error may hide events of any channel.
 			w.opts.Report(fmt.Errorf("file watching error; the %v scan remains active: %w", w.opts.Rescan, err))
 			for dir := range w.snapshot() {
-				dirty[dir] = true
+				mark(dir)
 			}
-			arm()
 		case <-w.poke:
 			w.mu.Lock()
 			for dir := range w.dirty {
-				dirty[dir] = true
+				mark(dir)
 			}
 			clear(w.dirty)
 			w.mu.Unlock()
-			arm()
-		case <-coalesce.C:
-			armed = false
-			w.scanAll(dirty)
-			clear(dirty)
+		case <-timer.C:
+			scanDue(false)
 		case <-rescan.C:
-			all := w.snapshot()
-			for dir := range all {
+			for dir := range w.snapshot() {
 				w.attach(dir)
+				mark(dir)
 			}
-			w.scanAll(all)
+			scanDue(true)
 		}
+		schedule()
 	}
 }
 
@@ -294,8 +325,8 @@ func (w *Watcher) snapshot() map[string]bool {
 	return out
 }
 
-func (w *Watcher) scanAll(dirs map[string]bool) {
-	for dir := range dirs {
+func (w *Watcher) scanAll(dirs []string) {
+	for _, dir := range dirs {
 		select {
 		case <-w.done:
 			return
