@@ -240,19 +240,24 @@ func checkProfile(raw json.RawMessage) error {
 	if _, err := stringField(p, "sourcePath"); err != nil {
 		return fmt.Errorf("profile: %w", err)
 	}
-	var tools []string
-	if json.Unmarshal(p["tools"], &tools) != nil || len(tools) == 0 || strings.Contains(string(p["tools"]), "null") {
+	var tools []any
+	if json.Unmarshal(p["tools"], &tools) != nil || len(tools) == 0 {
 		return errors.New("profile tools must be a non-empty array of strings")
 	}
 	for _, t := range tools {
-		if t == "" {
+		if s, ok := t.(string); !ok || s == "" {
 			return errors.New("profile tools must be non-empty strings")
 		}
 	}
 	for _, k := range []string{"resolvedSkills", "resolvedExtensions"} {
-		var ss []string
-		if raw := p[k]; len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &ss) != nil {
+		var items []any
+		if raw := p[k]; len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &items) != nil {
 			return fmt.Errorf("profile %s must be an array of strings", k)
+		}
+		for _, it := range items {
+			if _, ok := it.(string); !ok {
+				return fmt.Errorf("profile %s must be an array of strings", k)
+			}
 		}
 	}
 	return nil

@@ -379,3 +379,41 @@ func TestSafe(t *testing.T) {
 		}
 	}
 }
+
+func TestOpenRejectsInvalidManifest(t *testing.T) {
+	for name, edit := range map[string]func(map[string]any){
+		"version 2":         func(m map[string]any) { m["version"] = 2 },
+		"origin auto":       func(m map[string]any) { m["origin"] = "auto" },
+		"title number":      func(m map[string]any) { m["title"] = 3 },
+		"no createdAt":      func(m map[string]any) { delete(m, "createdAt") },
+		"profile tools []":  func(m map[string]any) { m["profile"].(map[string]any)["tools"] = []any{} },
+		"profile tool null": func(m map[string]any) { m["profile"].(map[string]any)["tools"] = []any{"read", nil} },
+		"profile source":    func(m map[string]any) { m["profile"].(map[string]any)["source"] = "remote" },
+		"skills not array":  func(m map[string]any) { m["profile"].(map[string]any)["resolvedSkills"] = "x" },
+	} {
+		c := newTestChannel(t)
+		path := filepath.Join(c.Dir(), "manifest.json")
+		data, _ := os.ReadFile(path)
+		var m map[string]any
+		json.Unmarshal(data, &m)
+		edit(m)
+		data, _ = json.Marshal(m)
+		os.WriteFile(path, data, 0o600)
+		if o, err := Open(c.Dir(), c.Manifest().Token); err == nil || !strings.Contains(err.Error(), "invalid channel manifest") {
+			if o != nil {
+				o.Close()
+			}
+			t.Errorf("%s: Open err %v", name, err)
+		}
+	}
+	// A tool whose name merely contains "null" is fine.
+	c := newTestChannel(t)
+	path := filepath.Join(c.Dir(), "manifest.json")
+	data, _ := os.ReadFile(path)
+	os.WriteFile(path, bytes.Replace(data, []byte(`"grep"`), []byte(`"nullable"`), 1), 0o600)
+	if o, err := Open(c.Dir(), c.Manifest().Token); err != nil {
+		t.Errorf("tool named nullable: %v", err)
+	} else {
+		o.Close()
+	}
+}

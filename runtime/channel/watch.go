@@ -62,8 +62,10 @@ type slot struct {
 }
 
 // NewWatcher starts a watcher for the inboxes of direction d; scan is called
-// with each channel that needs a look (typically Receiver.Scan). Close must
-// be called to release the watches, timers and goroutine.
+// with each channel that needs a look (typically Receiver.Scan, plus reading
+// the control files this side reacts to: session.json and closed.json for
+// the Main, close.json and interrupt.json for the Sub). Close must be called
+// to release the watches, timers and goroutine.
 func NewWatcher(d Direction, scan func(*Channel), opts WatchOptions) (*Watcher, error) {
 	if !d.Valid() {
 		return nil, fmt.Errorf("watch: unknown direction %q", d)
