@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -166,7 +167,7 @@ func readLimited(path string, max int64, subject, what string) ([]byte, []Proble
 	fail := func(code, msg, hint string) ([]byte, []Problem) {
 		return nil, []Problem{{Path: path, Code: code, Message: msg, Hint: hint, Subject: subject}}
 	}
-	f, err := os.Open(path)
+	f, err := openNoBlock(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fail("missing-"+what, fmt.Sprintf("%s is missing", base),
 			fmt.Sprintf("create %s or remove the directory", base))
@@ -194,6 +195,13 @@ func readLimited(path string, max int64, subject, what string) ([]byte, []Proble
 		return fail("oversized-"+what, fmt.Sprintf("%s exceeds %d bytes", base, max), "shorten the file")
 	}
 	return b, nil
+}
+
+// openNoBlock opens path for reading without blocking on a FIFO or device,
+// so a special file in place of a profile file is reported, not waited on.
+// O_NONBLOCK has no effect on reads of regular files.
+func openNoBlock(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 }
 
 // readInstructions applies the instructions.md rules: absent means "use the

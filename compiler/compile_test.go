@@ -1,0 +1,241 @@
+package compiler
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rogpeppe/go-internal/txtar"
+
+	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/profiles"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// fixture is a txtar case: its comment holds directives, its files form a
+// tree with agent/ as Pi's agent dir and home/ as the home directory, and
+// the sections "want/diagnostics" and "want/profiles" hold the golden output.
+type fixture struct {
+	path    string
+	archive *txtar.Archive
+	root    string
+	opts    Options
+}
+
+func loadFixture(t *testing.T, path string) *fixture {
+	t.Helper()
+	a, err := txtar.ParseFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	root, err = filepath.EvalSymlinks(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range a.Files {
+		if strings.HasPrefix(f.Name, "want/") {
+			continue
+		}
+		p := filepath.Join(root, f.Name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		data := bytes.ReplaceAll(f.Data, []byte("$ROOT"), []byte(root))
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cwd := root
+	opts := Options{}
+	for _, line := range strings.Split(string(a.Comment), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		arg := func(i int) string {
+			if i >= len(fields) {
+				t.Fatalf("%s: directive %q needs more arguments", path, line)
+			}
+			return strings.ReplaceAll(fields[i], "$ROOT", root)
+		}
+		switch fields[0] {
+		case "cwd":
+			cwd = filepath.Join(root, arg(1))
+			if err := os.MkdirAll(cwd, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		case "trust":
+			v, err := strconv.ParseBool(arg(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts.TrustFlag = &v
+		case "names":
+			opts.Names = fields[1:]
+		case "rolepack":
+			opts.RolePacks = append(opts.RolePacks, arg(1))
+		case "bundled":
+			opts.BundledRoles = filepath.Join(root, arg(1))
+		case "symlink": // symlink LINK TARGET
+			link := filepath.Join(root, arg(1))
+			os.MkdirAll(filepath.Dir(link), 0o755)
+			if err := os.Symlink(arg(2), link); err != nil {
+				t.Fatal(err)
+			}
+		case "fill": // fill PATH BYTES: a file of that many 'x' bytes
+			n, err := strconv.Atoi(arg(2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(root, arg(1))
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			if err := os.WriteFile(p, bytes.Repeat([]byte("x"), n), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		case "mkdir": // a directory where a file is expected
+			if err := os.MkdirAll(filepath.Join(root, arg(1)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		case "fifo": // a FIFO: unreadable as a regular file, even for root
+			p := filepath.Join(root, arg(1))
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			if err := syscall.Mkfifo(p, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		case "bytes": // bytes PATH HEX: raw content such as invalid UTF-8
+			var b []byte
+			if _, err := fmt.Sscanf(arg(2), "%x", &b); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(root, arg(1))
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			t.Fatalf("%s: unknown directive %q", path, line)
+		}
+	}
+	env, err := profiles.NewEnv(func(string) string { return filepath.Join(root, "agent") }, filepath.Join(root, "home"), cwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Env = env
+	return &fixture{path: path, archive: a, root: root, opts: opts}
+}
+
+// check compares a section against got, or rewrites it under -update.
+func (f *fixture) check(t *testing.T, section, got string) {
+	t.Helper()
+	got = strings.ReplaceAll(got, f.root, "$ROOT")
+	for i, file := range f.archive.Files {
+		if file.Name != section {
+			continue
+		}
+		if *update {
+			f.archive.Files[i].Data = []byte(got)
+			return
+		}
+		if diff := cmp.Diff(string(file.Data), got); diff != "" {
+			t.Errorf("%s: %s mismatch (-want +got):\n%s", f.path, section, diff)
+		}
+		return
+	}
+	if *update {
+		f.archive.Files = append(f.archive.Files, txtar.File{Name: section, Data: []byte(got)})
+		return
+	}
+	t.Errorf("%s: missing section %s; run go test -update", f.path, section)
+}
+
+func (f *fixture) save(t *testing.T) {
+	if *update {
+		if err := os.WriteFile(f.path, txtar.Format(f.archive), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func summarize(m *Manifest) string {
+	var b strings.Builder
+	for _, p := range m.Profiles {
+		fmt.Fprintf(&b, "%s %s %s %s invokable=%v persistence=%s\n", p.Name, p.Scope, p.Form, p.SourcePath, p.AgentInvokable, p.Launch.SessionPersistence)
+		for _, o := range p.Overrides {
+			fmt.Fprintf(&b, "  overrides %s\n", o)
+		}
+		if p.Launch.Model != "" || p.Launch.ThinkingLevel != "" {
+			fmt.Fprintf(&b, "  model=%s thinking=%s\n", p.Launch.Model, p.Launch.ThinkingLevel)
+		}
+		fmt.Fprintf(&b, "  tools %s\n", strings.Join(p.Launch.Tools, ","))
+		for _, s := range p.Launch.Skills {
+			fmt.Fprintf(&b, "  skill %s\n", s)
+		}
+		if p.Launch.Instructions != "" {
+			fmt.Fprintf(&b, "  instructions from %s: %q\n", p.Launch.InstructionsSource, firstLine(p.Launch.Instructions))
+		}
+	}
+	for _, r := range m.Roles {
+		fmt.Fprintf(&b, "role %s %s %s", r.Name, r.Layer, r.Path)
+		if r.Provider != "" {
+			fmt.Fprintf(&b, " provider=%s@%s", r.Provider, r.ProviderVersion)
+		}
+		b.WriteString("\n")
+	}
+	for _, s := range m.Main {
+		fmt.Fprintf(&b, "main %s %s: %q\n", s.Scope, s.Path, firstLine(s.Content))
+	}
+	fmt.Fprintf(&b, "trust %v (%s)\n", m.Trust.Trusted, m.Trust.Reason)
+	return b.String()
+}
+
+func firstLine(s string) string {
+	cut := false
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s, cut = s[:i], true
+	}
+	if r := []rune(s); len(r) > 60 {
+		s, cut = string(r[:60]), true
+	}
+	if cut {
+		s += "…"
+	}
+	return s
+}
+
+// TestCompileFixtures runs every testdata/compile/*.txtar case: one per
+// discovery, validation and resolution rule, including each error case.
+func TestCompileFixtures(t *testing.T) {
+	schema, err := cue.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths, err := filepath.Glob("../testdata/compile/*.txtar")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	for _, path := range paths {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
+			f := loadFixture(t, path)
+			m, ds, err := Compile(schema, f.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var diag bytes.Buffer
+			if err := WriteDiagnostics(&diag, FormatText, f.root, ds); err != nil {
+				t.Fatal(err)
+			}
+			f.check(t, "want/diagnostics", diag.String())
+			f.check(t, "want/profiles", summarize(m))
+			f.save(t)
+		})
+	}
+}
