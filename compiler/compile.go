@@ -75,7 +75,15 @@ func Compile(schema *cue.Schema, opts Options) (*Manifest, []Diagnostic, error) 
 	}
 	m.Profiles = c.profiles(trust.Trusted)
 	m.Main = c.mainSections(trust.Trusted)
-	// ROLES-WIRING
+	roles, roleDiags, roleSources := compileRoles(schema, RoleInput{
+		BundledDir: opts.BundledRoles, Packs: opts.RolePacks,
+		AgentDir: env.AgentDir, Cwd: env.Cwd, Trusted: trust.Trusted,
+	})
+	m.Roles = roles
+	c.diags = append(c.diags, roleDiags...)
+	for _, s := range roleSources {
+		c.sources[s.Path] = s.SHA256
+	}
 
 	diags := c.diags
 	if len(opts.Names) > 0 {

@@ -26,8 +26,8 @@ func NewEnv(getenv func(string) string, home, cwd string) (Env, error) {
 			return Env{}, fmt.Errorf("cannot locate Pi's agent dir: neither PI_CODING_AGENT_DIR nor a home directory is set")
 		}
 		agent = filepath.Join(home, ".pi", "agent")
-	} else if !filepath.IsAbs(agent) {
-		agent = filepath.Join(abs, agent)
+	} else if agent, err = filepath.Abs(agent); err != nil {
+		return Env{}, fmt.Errorf("resolve agent dir: %w", err)
 	}
 	return Env{AgentDir: filepath.Clean(agent), Home: filepath.Clean(home), Cwd: abs}, nil
 }
