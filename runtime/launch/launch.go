@@ -1,0 +1,197 @@
+// Package launch turns a compiled profile into the exact pi command line,
+// tab environment, channel profile snapshot and first prompt of a Sub, as
+// the pi-facets reference launches it (facets-ts §5).
+package launch
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/herdr"
+)
+
+// Environment variables a Sub Pi is started with. The capability token
+// itself never travels here: herdr.Launch adds PI_FACETS_TOKEN_FILE.
+const (
+	RoleEnv    = "PI_FACETS_ROLE"
+	ChannelEnv = "PI_FACETS_CHANNEL"
+	RoleSub    = "sub"
+)
+
+// BuiltinExtensions are loaded into every Sub because --no-extensions turns
+// off Pi's built-in codemode, tool search and MCP support too.
+var builtinExtensions = []string{"builtin:codemode", "builtin:tool-search", "builtin:mcp"}
+
+// ambientTools are always selectable in a Sub: talk (the protocol tool) and
+// the native MCP and discovery helpers, which profiles never narrow.
+var ambientTools = []string{"talk", "codemode", "tool_search", "mcp__*", "list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource"}
+
+// Spec is one Sub launch: the profile snapshot plus the facts the Main
+// contributes (trust, origin, session to resume) and the Facets bridge.
+type Spec struct {
+	Profile compiler.Profile
+	// Bridge is the absolute path of the Facets Pi extension loaded with -e
+	// right after --no-extensions.
+	Bridge string
+	// HerdrAgentState is Herdr's Pi lifecycle extension
+	// (<agentDir>/extensions/herdr-agent-state.ts); empty when not installed.
+	HerdrAgentState string
+	// Trusted is the Main project's trust: --approve or --no-approve.
+	Trusted bool
+	// Title is shown in the session name; it is normalized here.
+	Title string
+	// Manual marks a user-invoked (/sub:) run.
+	Manual bool
+	// ResumeSessionID is the persistent Pi session to reopen, if any.
+	ResumeSessionID string
+}
+
+// Args returns pi's arguments in the reference order: bridge, Herdr's
+// lifecycle extension, session, trust, name, extensions, tools, model,
+// thinking, skills.
+func (s Spec) Args() []string {
+	l := s.Profile.Launch
+	args := []string{"--no-extensions", "-e", s.Bridge}
+	if s.HerdrAgentState != "" {
+		args = append(args, "-e", s.HerdrAgentState)
+	}
+	switch {
+	case s.ResumeSessionID != "":
+		args = append(args, "--session", s.ResumeSessionID)
+	case l.SessionPersistence != "persistent":
+		args = append(args, "--no-session")
+	}
+	if s.Trusted {
+		args = append(args, "--approve")
+	} else {
+		args = append(args, "--no-approve")
+	}
+	args = append(args, "--name", SessionName(s.Title, s.Manual))
+	for _, ext := range unique(append(slices.Clone(l.Extensions), builtinExtensions...)) {
+		if ext != s.Bridge {
+			args = append(args, "-e", ext)
+		}
+	}
+	var tools []string
+	for _, t := range l.Tools {
+		if !IsMCPTool(t) {
+			tools = append(tools, t)
+		}
+	}
+	args = append(args, "--tools", strings.Join(unique(append(tools, ambientTools...)), ","))
+	if l.Model != "" {
+		args = append(args, "--model", l.Model)
+	}
+	if l.ThinkingLevel != "" {
+		args = append(args, "--thinking", l.ThinkingLevel)
+	}
+	args = append(args, "--no-skills")
+	for _, sk := range l.Skills {
+		args = append(args, "--skill", sk)
+	}
+	return args
+}
+
+// Env returns the tab environment Facets sets itself; herdr.Launch appends
+// PI_FACETS_TOKEN_FILE so the token stays off every command line.
+func Env(channelDir string) []herdr.EnvVar {
+	return []herdr.EnvVar{{Name: RoleEnv, Value: RoleSub}, {Name: ChannelEnv, Value: channelDir}}
+}
+
+// SessionName is the Sub's --name: "[sub] <title>" or, for user-invoked
+// runs, "[sub:manual] <title>", with the title normalized as a tab label.
+func SessionName(title string, manual bool) string {
+	if manual {
+		return "[sub:manual] " + herdr.NormalizeTitle(title)
+	}
+	return "[sub] " + herdr.NormalizeTitle(title)
+}
+
+// IsMCPTool reports whether a tool belongs to Pi's MCP support, which Sub
+// launch always enables and profile tool lists never select.
+func IsMCPTool(name string) bool {
+	switch name {
+	case "list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource":
+		return true
+	}
+	return strings.HasPrefix(name, "mcp__")
+}
+
+// DefaultManualTask is the task of a profile command invoked without text.
+const DefaultManualTask = "The user invoked this profile for the current workspace. Perform the task described by your profile; ask Main for any required details."
+
+// ManualTask wraps a user's /sub: request so the Sub knows it came from the
+// user rather than from Main's model; an empty task gets the default.
+func ManualTask(profile, task string) string {
+	task = strings.TrimSpace(task)
+	if task == "" {
+		task = DefaultManualTask
+	}
+	return "[User-invoked profile: " + profile + "]\nThe user explicitly requests this task:\n" + task
+}
+
+// resolvedProfile is the reference's ResolvedProfile, the channel
+// manifest's "profile" member; field order is the reference key order.
+type resolvedProfile struct {
+	Version            int      `json:"version"`
+	Name               string   `json:"name"`
+	Tools              []string `json:"tools"`
+	Invocation         string   `json:"invocation,omitempty"`
+	Description        string   `json:"description,omitempty"`
+	Model              string   `json:"model,omitempty"`
+	ThinkingLevel      string   `json:"thinkingLevel,omitempty"`
+	SessionPersistence string   `json:"sessionPersistence,omitempty"`
+	Skills             []string `json:"skills,omitempty"`
+	Instructions       string   `json:"instructions,omitempty"`
+	Source             string   `json:"source"`
+	SourcePath         string   `json:"sourcePath"`
+	ResolvedSkills     []string `json:"resolvedSkills"`
+	ResolvedExtensions []string `json:"resolvedExtensions"`
+}
+
+// ResolvedProfile renders p in the reference's ResolvedProfile shape, the
+// snapshot the Sub reads from its channel manifest.
+func ResolvedProfile(p compiler.Profile) (json.RawMessage, error) {
+	l := p.Launch
+	r := resolvedProfile{
+		Version:            1,
+		Name:               p.Name,
+		Tools:              l.Tools,
+		Invocation:         l.Invocation,
+		Description:        p.Description,
+		Model:              l.Model,
+		ThinkingLevel:      l.ThinkingLevel,
+		SessionPersistence: l.SessionPersistence,
+		Skills:             l.SkillRefs,
+		Instructions:       l.Instructions,
+		Source:             p.Scope,
+		SourcePath:         p.SourcePath,
+		ResolvedSkills:     nonNil(l.Skills),
+		ResolvedExtensions: nonNil(l.Extensions),
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("encode profile %s snapshot: %w", p.Name, err)
+	}
+	return data, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func unique(items []string) []string {
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		if !slices.Contains(out, it) {
+			out = append(out, it)
+		}
+	}
+	return out
+}

@@ -1,0 +1,150 @@
+package launch
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/profiles"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata/golden")
+
+// exampleManifest compiles testdata/example from the service directory,
+// the same tree `facets compile` is documented with.
+func exampleManifest(t *testing.T, trusted bool) (*compiler.Manifest, string) {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example := filepath.Join(root, "testdata", "example")
+	getenv := func(k string) string {
+		if k == "PI_CODING_AGENT_DIR" {
+			return filepath.Join(example, "agent")
+		}
+		return ""
+	}
+	env, err := profiles.NewEnv(getenv, t.TempDir(), filepath.Join(example, "project", "service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := cue.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := compiler.Compile(schema, compiler.Options{Env: env, TrustFlag: &trusted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, root
+}
+
+func profile(t *testing.T, m *compiler.Manifest, name string) compiler.Profile {
+	t.Helper()
+	for _, p := range m.Profiles {
+		if p.Name == name {
+			return p
+		}
+	}
+	t.Fatalf("profile %s not in the example manifest", name)
+	return compiler.Profile{}
+}
+
+// render prints argv one argument a line, then the tab environment, then
+// the channel profile snapshot, with the checkout path replaced by $ROOT.
+func render(t *testing.T, s Spec, root string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("# argv\n")
+	for _, a := range s.Args() {
+		b.WriteString(a + "\n")
+	}
+	b.WriteString("# env\n")
+	for _, v := range Env("/run/user/1000/pi-facets-1000/main-1/run-1") {
+		b.WriteString(v.Name + "=" + v.Value + "\n")
+	}
+	b.WriteString("# profile\n")
+	raw, err := ResolvedProfile(s.Profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pretty any
+	if err := json.Unmarshal(raw, &pretty); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.MarshalIndent(pretty, "", "  ")
+	b.Write(out)
+	b.WriteString("\n")
+	return strings.ReplaceAll(b.String(), root, "$ROOT")
+}
+
+func TestArgsGolden(t *testing.T) {
+	trusted, root := exampleManifest(t, true)
+	untrusted, _ := exampleManifest(t, false)
+	bridge := filepath.Join(root, "pi", "facets-bridge.ts")
+	withExtensions := profile(t, trusted, "writer")
+	// A profile whose tools come from extensions, one of them the bridge
+	// itself and one a built-in, so deduplication and exclusion show.
+	withExtensions.Launch.Extensions = []string{"/ext/notes/index.ts", bridge, "builtin:mcp", "/ext/notes/index.ts"}
+	withExtensions.Launch.Tools = []string{"read", "notes_add", "mcp__github__search", "read_mcp_resource", "talk"}
+	cases := []struct {
+		name string
+		spec Spec
+	}{
+		{"directory-private-skills", Spec{Profile: profile(t, trusted, "writer"), Trusted: true, Title: "Write the\tREADME"}},
+		{"legacy", Spec{Profile: profile(t, trusted, "oracle"), Trusted: true, Title: "Advise on caching"}},
+		{"persistent", Spec{Profile: profile(t, trusted, "reviewer"), Trusted: true, Title: "Review auth"}},
+		{"persistent-resume", Spec{Profile: profile(t, trusted, "reviewer"), Trusted: true, Title: "Review auth", ResumeSessionID: "01a23691-5335-728a-a586-7a9ed45956d1"}},
+		{"manual", Spec{Profile: profile(t, trusted, "review"), Trusted: true, Title: "review", Manual: true}},
+		{"untrusted-global-private-and-named-skills", Spec{Profile: profile(t, untrusted, "reviewer"), Trusted: false, Title: strings.Repeat("long title ", 8)}},
+		{"extensions-and-herdr-agent-state", Spec{Profile: withExtensions, Trusted: true, Title: "Notes", HerdrAgentState: "/agent/extensions/herdr-agent-state.ts"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.spec.Bridge = bridge
+			got := render(t, c.spec, root)
+			path := filepath.Join("testdata", "golden", c.name+".txt")
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update)", err)
+			}
+			if diff := cmp.Diff(string(want), got); diff != "" {
+				t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
+			}
+		})
+	}
+}
+
+func TestManualTask(t *testing.T) {
+	got := ManualTask("review", "  Review MR 42 ")
+	want := "[User-invoked profile: review]\nThe user explicitly requests this task:\nReview MR 42"
+	if got != want {
+		t.Errorf("ManualTask = %q, want %q", got, want)
+	}
+	if got := ManualTask("review", " "); !strings.HasSuffix(got, "\n"+DefaultManualTask) {
+		t.Errorf("empty task not defaulted: %q", got)
+	}
+}
+
+func TestIsMCPTool(t *testing.T) {
+	for name, want := range map[string]bool{"mcp__x__y": true, "read_mcp_resource": true, "list_mcp_resources": true,
+		"list_mcp_resource_templates": true, "read": false, "mcp_x": false, "talk": false} {
+		if IsMCPTool(name) != want {
+			t.Errorf("IsMCPTool(%q) = %v", name, !want)
+		}
+	}
+}
