@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"os"
@@ -76,12 +77,12 @@ func render(t *testing.T, s Spec, root string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pretty any
-	if err := json.Unmarshal(raw, &pretty); err != nil {
+	// Indent, not re-marshal, so the golden file pins the reference key order.
+	var out bytes.Buffer
+	if err := json.Indent(&out, raw, "", "  "); err != nil {
 		t.Fatal(err)
 	}
-	out, _ := json.MarshalIndent(pretty, "", "  ")
-	b.Write(out)
+	b.Write(out.Bytes())
 	b.WriteString("\n")
 	return strings.ReplaceAll(b.String(), root, "$ROOT")
 }
