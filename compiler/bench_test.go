@@ -1,0 +1,88 @@
+package compiler
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/profiles"
+)
+
+// writeBenchTree generates n directory profiles (each with instructions.md
+// and a private skill) and n roles under root/agent, the shape of a large
+// real setup. FACETS_BENCH_TREE keeps the tree at that path for comparing
+// with `cue vet`.
+func writeBenchTree(tb testing.TB, n int) string {
+	tb.Helper()
+	root := os.Getenv("FACETS_BENCH_TREE")
+	if root == "" {
+		root = tb.TempDir()
+	}
+	write := func(rel, data string) {
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for i := range n {
+		name := fmt.Sprintf("profile-%04d", i)
+		write(fmt.Sprintf("agent/facets/profiles/%s/config.json", name), fmt.Sprintf(`{
+  "version": 1,
+  "name": %q,
+  "description": "Generated profile %d for benchmarks",
+  "model": "anthropic/claude-sonnet-4-5",
+  "thinkingLevel": "high",
+  "sessionPersistence": "persistent",
+  "tools": ["read", "grep", "find", "ls", "bash"]
+}
+`, name, i))
+		write(fmt.Sprintf("agent/facets/profiles/%s/instructions.md", name), "Review only; report findings with file and line.\n")
+		write(fmt.Sprintf("agent/facets/profiles/%s/skills/check/SKILL.md", name), "---\nname: check\ndescription: a private skill\n---\nbody\n")
+		write(fmt.Sprintf("agent/agents/role-%04d.md", i), fmt.Sprintf("---\nname: role-%04d\ndescription: Generated role %d\nmodel: anthropic/claude-sonnet-4-5\nthinking: high\ntools: read, bash\nspawning: false\n---\nYou are a generated role.\n", i, i))
+	}
+	write("agent/facets/MAIN.md", "Route reviews to profile-0000.\n")
+	return root
+}
+
+// BenchmarkCompile1000 measures a full compile (which is also what check
+// does) of 1,000 profiles and 1,000 roles, including discovery, schema
+// validation, skill resolution and manifest encoding.
+func BenchmarkCompile1000(b *testing.B) {
+	root := writeBenchTree(b, 1000)
+	schema, err := cue.Load()
+	if err != nil {
+		b.Fatal(err)
+	}
+	env, err := profiles.NewEnv(func(string) string { return filepath.Join(root, "agent") }, filepath.Join(root, "home"), root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		m, ds, err := Compile(schema, Options{Env: env})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(m.Profiles) != 1000 || len(m.Roles) != 1000 || HasErrors(ds) {
+			b.Fatalf("got %d profiles, %d roles, diagnostics %v", len(m.Profiles), len(m.Roles), ds)
+		}
+		if _, err := m.Encode(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSchemaLoad measures compiling the embedded CUE schema, paid once
+// per facets invocation.
+func BenchmarkSchemaLoad(b *testing.B) {
+	for b.Loop() {
+		if _, err := cue.Load(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,200 @@
+package cue
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	cuelang "cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
+	"cuelang.org/go/encoding/jsonschema"
+)
+
+func mustLoad(t testing.TB) *Schema {
+	t.Helper()
+	s, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestProfileRules is a table of the config.json rules: each case must
+// produce exactly the listed finding codes at the listed fields.
+func TestProfileRules(t *testing.T) {
+	s := mustLoad(t)
+	for _, tc := range []struct {
+		name string
+		doc  string
+		want []string // "code field"
+	}{
+		{"minimal", `{"version":1,"name":"a","tools":["read"]}`, nil},
+		{"everything", `{"$schema":"x","version":1,"name":"a.b_c-1","description":"d","model":"p/m","thinkingLevel":"high","sessionPersistence":"persistent","invocation":"manual","tools":["read"],"skills":["s"],"instructions":"i"}`, nil},
+		{"version 2", `{"version":2,"name":"a","tools":["read"]}`, []string{"invalid-value version"}},
+		{"version string", `{"version":"1","name":"a","tools":["read"]}`, []string{"invalid-value version"}},
+		{"missing version", `{"name":"a","tools":["read"]}`, []string{"missing-field version"}},
+		{"missing name and tools", `{"version":1}`, []string{"missing-field name", "missing-field tools"}},
+		{"name leading dot", `{"version":1,"name":".a","tools":["read"]}`, []string{"invalid-value name"}},
+		{"name 65 chars", `{"version":1,"name":"` + strings.Repeat("a", 65) + `","tools":["read"]}`, []string{"invalid-value name"}},
+		{"name 64 chars", `{"version":1,"name":"` + strings.Repeat("a", 64) + `","tools":["read"]}`, nil},
+		{"tools empty", `{"version":1,"name":"a","tools":[]}`, []string{"invalid-value tools"}},
+		{"tools 128", `{"version":1,"name":"a","tools":[` + strings.TrimSuffix(strings.Repeat(`"t",`, 128), ",") + `]}`, nil},
+		{"tools 129", `{"version":1,"name":"a","tools":[` + strings.TrimSuffix(strings.Repeat(`"t",`, 129), ",") + `]}`, []string{"invalid-value tools"}},
+		{"tool blank", `{"version":1,"name":"a","tools":[" "]}`, []string{"invalid-value tools.0"}},
+		{"tool 4097", `{"version":1,"name":"a","tools":["` + strings.Repeat("t", 4097) + `"]}`, []string{"invalid-value tools.0"}},
+		{"skills 129", `{"version":1,"name":"a","tools":["r"],"skills":[` + strings.TrimSuffix(strings.Repeat(`"s",`, 129), ",") + `]}`, []string{"invalid-value skills"}},
+		{"skills empty ok", `{"version":1,"name":"a","tools":["r"],"skills":[]}`, nil},
+		{"persistence enum", `{"version":1,"name":"a","tools":["r"],"sessionPersistence":"saved"}`, []string{"invalid-value sessionPersistence"}},
+		{"invocation enum", `{"version":1,"name":"a","tools":["r"],"invocation":"auto"}`, []string{"invalid-value invocation"}},
+		{"description blank", `{"version":1,"name":"a","tools":["r"],"description":"\t"}`, []string{"invalid-value description"}},
+		{"description 1025", `{"version":1,"name":"a","tools":["r"],"description":"` + strings.Repeat("d", 1025) + `"}`, []string{"invalid-value description"}},
+		{"model 513", `{"version":1,"name":"a","tools":["r"],"model":"` + strings.Repeat("m", 513) + `"}`, []string{"invalid-value model"}},
+		{"thinking any string", `{"version":1,"name":"a","tools":["r"],"thinkingLevel":"ultra"}`, nil},
+		{"thinking 129", `{"version":1,"name":"a","tools":["r"],"thinkingLevel":"` + strings.Repeat("t", 129) + `"}`, []string{"invalid-value thinkingLevel"}},
+		{"instructions blank", `{"version":1,"name":"a","tools":["r"],"instructions":" \n"}`, []string{"invalid-value instructions"}},
+		{"instructions 65536 runes", `{"version":1,"name":"a","tools":["r"],"instructions":"` + strings.Repeat("读", 65536) + `"}`, nil},
+		{"instructions 65537", `{"version":1,"name":"a","tools":["r"],"instructions":"` + strings.Repeat("i", 65537) + `"}`, []string{"invalid-value instructions"}},
+		{"unknown key with suggestion", `{"version":1,"name":"a","tools":["r"],"modle":"x"}`, []string{"unknown-field modle"}},
+		{"unknown and value errors together", `{"version":1,"name":"a","tools":[3],"extra":1}`, []string{"invalid-value tools.0", "unknown-field extra"}},
+		{"duplicate key", `{"version":1,"name":"a","tools":["r"],"tools":["r"]}`, []string{"duplicate-key tools"}},
+		{"not an object", `"x"`, []string{"not-object "}},
+		{"syntax", `{"version":1,`, []string{"syntax "}},
+		{"bad utf8", "{\"version\":1,\"name\":\"a\xff\"}", []string{"encoding "}},
+		{"schema key must be string", `{"$schema":1,"version":1,"name":"a","tools":["r"]}`, []string{"invalid-value $schema"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := s.ValidateJSON(Profile, "config.json", []byte(tc.doc))
+			var got []string
+			for _, f := range res.Findings {
+				got = append(got, f.Code+" "+f.Field)
+				if f.Line < 1 || f.Column < 1 || f.File != "config.json" || f.Message == "" || f.Hint == "" {
+					t.Errorf("finding lacks position, message or hint: %+v", f)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("findings (-want +got):\n%s", diff)
+			}
+			if res.OK() != (len(tc.want) == 0) {
+				t.Errorf("OK() = %v with findings %v", res.OK(), got)
+			}
+		})
+	}
+}
+
+// TestProfileJSONSchemaGolden keeps cue/profile.schema.json, the schema
+// editors point "$schema" at, in step with the CUE source.
+func TestProfileJSONSchemaGolden(t *testing.T) {
+	s := mustLoad(t)
+	got, err := s.JSONSchema(Profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pretty map[string]any
+	if err := json.Unmarshal(got, &pretty); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.MarshalIndent(pretty, "", "  ")
+	b = append(b, '\n')
+	const golden = "profile.schema.json"
+	if *update {
+		if err := os.WriteFile(golden, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), string(b)); diff != "" {
+		t.Errorf("%s is stale; run go test ./cue -update (-want +got):\n%s", golden, diff)
+	}
+}
+
+// TestJSONSchemaAgreesWithCUE reads the generated JSON Schema back the way
+// an editor would (through CUE's JSON Schema decoder) and checks that it
+// accepts and rejects the same documents as the CUE schema.
+func TestJSONSchemaAgreesWithCUE(t *testing.T) {
+	s := mustLoad(t)
+	b, err := s.JSONSchema(Profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := cuecontext.New()
+	f, err := jsonschema.Extract(ctx.CompileBytes(b), &jsonschema.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	editor := ctx.BuildFile(f)
+	if err := editor.Err(); err != nil {
+		t.Fatal(err)
+	}
+	docs := []string{
+		`{"$schema":"./profile.schema.json","version":1,"name":"reviewer","tools":["read"]}`,
+		`{"version":1,"name":"r","tools":["read"],"invocation":"manual","sessionPersistence":"persistent"}`,
+		`{"version":2,"name":"r","tools":["read"]}`,
+		`{"version":1,"name":"r","tools":[]}`,
+		`{"version":1,"name":"r","tools":["read"],"extra":true}`,
+		`{"version":1,"name":"-r","tools":["read"]}`,
+		`{"version":1,"tools":["read"]}`,
+		`{"version":1,"name":"r","tools":["read"],"invocation":"auto"}`,
+		`{"version":1,"name":"r","tools":["read"],"description":"   "}`,
+	}
+	examples, _ := filepath.Glob("../testdata/example/agent/facets/profiles/*/config.json")
+	for _, p := range examples {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(b))
+	}
+	for _, doc := range docs {
+		want := s.ValidateJSON(Profile, "doc.json", []byte(doc)).OK()
+		v := ctx.CompileString(doc)
+		got := editor.Unify(v).Validate(cuelang.Concrete(true)) == nil
+		if got != want {
+			t.Errorf("JSON Schema says valid=%v, CUE says valid=%v, for %s", got, want, doc)
+		}
+	}
+}
+
+// FuzzProfileConfig feeds arbitrary bytes to the config.json validator: it
+// must never panic, every finding must carry a position, and a document it
+// accepts must be valid JSON that decodes.
+func FuzzProfileConfig(f *testing.F) {
+	for _, seed := range []string{
+		`{"version":1,"name":"a","tools":["read"]}`,
+		`{"version":1,"name":"a","tools":["read"],"skills":["x"],"instructions":"i","invocation":"manual"}`,
+		`{"version":2}`, `[]`, `{`, `{"a":{"b":[1,{"c":null}]}}`, "\xff", `{"tools":[1,2,3],"tools":[]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	s := mustLoad(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		res := s.ValidateJSON(Profile, "fuzz.json", data)
+		for _, fd := range res.Findings {
+			if fd.Line < 1 || fd.Column < 1 || fd.Message == "" {
+				t.Fatalf("finding without position or message: %+v", fd)
+			}
+		}
+		if res.OK() {
+			if !json.Valid(data) {
+				t.Fatalf("accepted invalid JSON %q", data)
+			}
+			var cfg struct {
+				Version int      `json:"version"`
+				Name    string   `json:"name"`
+				Tools   []string `json:"tools"`
+			}
+			if err := res.Decode(&cfg); err != nil {
+				t.Fatalf("accepted document does not decode: %v", err)
+			}
+			if cfg.Version != 1 || cfg.Name == "" || len(cfg.Tools) == 0 {
+				t.Fatalf("accepted document lacks required values: %+v", cfg)
+			}
+		}
+	})
+}
