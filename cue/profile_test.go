@@ -198,3 +198,29 @@ func FuzzProfileConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestSourceIsOneCUEFile checks that `facets schema --cue` output compiles
+// on its own and defines the same definitions as the embedded package.
+func TestSourceIsOneCUEFile(t *testing.T) {
+	src, err := Source()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := cuecontext.New()
+	v := ctx.CompileBytes(src, cuelang.Filename("facets.cue"))
+	if err := v.Err(); err != nil {
+		t.Fatalf("merged schema does not compile: %v\n%s", err, src)
+	}
+	for _, d := range []Definition{Profile, Role, Manifest} {
+		def := v.LookupPath(cuelang.ParsePath(string(d)))
+		if !def.Exists() {
+			t.Errorf("merged schema lacks %s", d)
+			continue
+		}
+		// #Role has no required fields; the others must reject {}.
+		ok := def.Unify(ctx.CompileString("{}")).Validate(cuelang.Concrete(true)) == nil
+		if ok != (d == Role) {
+			t.Errorf("%s: empty document valid=%v", d, ok)
+		}
+	}
+}

@@ -8,10 +8,14 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"strings"
 
 	cuelang "cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/cuecontext"
+	"cuelang.org/go/cue/format"
 	"cuelang.org/go/cue/load"
+	"cuelang.org/go/cue/parser"
 	"cuelang.org/go/encoding/jsonschema"
 )
 
@@ -65,24 +69,50 @@ func Load() (*Schema, error) {
 	return &Schema{ctx: ctx, root: root}, nil
 }
 
-// Source returns the embedded CUE source of every schema file, concatenated
-// in file-name order.
+// Source returns the embedded CUE schema as one self-contained CUE file:
+// a single package clause, the union of the imports, then every
+// declaration in file-name order, so it can be saved and used with cue vet.
 func Source() ([]byte, error) {
 	entries, err := fs.ReadDir(schemaFiles, "schema")
 	if err != nil {
 		return nil, fmt.Errorf("read embedded schema: %w", err)
 	}
-	var out []byte
-	for i, e := range entries {
+	merged := &ast.File{}
+	merged.Decls = append(merged.Decls, &ast.Package{Name: ast.NewIdent("facets")})
+	imports := &ast.ImportDecl{}
+	var body []ast.Decl
+	seen := map[string]bool{}
+	for _, e := range entries {
 		b, err := schemaFiles.ReadFile("schema/" + e.Name())
 		if err != nil {
 			return nil, fmt.Errorf("read embedded schema %s: %w", e.Name(), err)
 		}
-		if i > 0 {
-			out = append(out, '\n')
+		f, err := parser.ParseFile(e.Name(), b, parser.ParseComments)
+		if err != nil {
+			return nil, fmt.Errorf("parse embedded schema %s: %w", e.Name(), err)
 		}
-		out = append(out, fmt.Sprintf("// %s\n", e.Name())...)
-		out = append(out, b...)
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.Package:
+			case *ast.ImportDecl:
+				for _, spec := range d.Specs {
+					if !seen[spec.Path.Value] {
+						seen[spec.Path.Value] = true
+						imports.Specs = append(imports.Specs, ast.NewImport(nil, strings.Trim(spec.Path.Value, `"`)))
+					}
+				}
+			default:
+				body = append(body, d)
+			}
+		}
+	}
+	if len(imports.Specs) > 0 {
+		merged.Decls = append(merged.Decls, imports)
+	}
+	merged.Decls = append(merged.Decls, body...)
+	out, err := format.Node(merged)
+	if err != nil {
+		return nil, fmt.Errorf("format merged schema: %w", err)
 	}
 	return out, nil
 }
