@@ -229,6 +229,15 @@ func (c *compilation) validateEntry(e profiles.Entry) *candidate {
 	if !ok {
 		return nil
 	}
+	if m := cfg.Model; m != "" {
+		provider, model, found := strings.Cut(m, "/")
+		if !found || strings.TrimSpace(provider) == "" || strings.TrimSpace(model) == "" {
+			line, col := res.Position("model")
+			c.diag(Diagnostic{Severity: Warning, Code: "model-format", File: e.ConfigPath, Line: line, Column: col, Subject: e.Name,
+				Message: fmt.Sprintf("model '%s' is not in provider/model form; Pi will refuse it at launch", m),
+				Hint:    "write the provider and the model id, e.g. \"anthropic/claude-sonnet-4-5\""})
+		}
+	}
 	return &candidate{entry: e, config: cfg, result: res}
 }
 
