@@ -1,0 +1,229 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/facets-dev/facets/herdr"
+)
+
+// ManualMainGuidance is appended to a listing that shows a user-invoked
+// specialist: it restates the routing rule of manual profiles for Main.
+const ManualMainGuidance = "User-invoked specialists were started by the user for a specific purpose. Interpret their findings, make fixes and ask related follow-ups, but do not assign them unrelated tasks or use them in place of general consulting profiles."
+
+// OpenSub is one open run in a listing, with Herdr's live status.
+type OpenSub struct {
+	RunID              string `json:"runId"`
+	SubSessionID       string `json:"subSessionId,omitempty"`
+	Title              string `json:"title"`
+	Profile            string `json:"profile"`
+	SessionPersistence string `json:"sessionPersistence"`
+	Origin             string `json:"origin,omitempty"`
+	Purpose            string `json:"purpose,omitempty"`
+	// Status is working, blocked, idle or unknown (Herdr cannot tell), or
+	// launching while the slot is reserved but the launch has not returned.
+	Status         string `json:"status"`
+	Adapter        string `json:"adapter"`
+	ElapsedSeconds int64  `json:"elapsedSeconds"`
+	// LaunchError is set for a run kept after a failed rollback.
+	LaunchError string `json:"launchError,omitempty"`
+}
+
+// Resumable is a closed persistent Sub session that can be reopened.
+type Resumable struct {
+	SessionID          string `json:"sessionId"`
+	SessionFile        string `json:"sessionFile,omitempty"`
+	Title              string `json:"title"`
+	Cwd                string `json:"cwd"`
+	ModifiedAt         int64  `json:"modifiedAt"`
+	ModifiedSecondsAgo int64  `json:"modifiedSecondsAgo"`
+	Origin             string `json:"origin,omitempty"`
+	ProfileName        string `json:"profileName,omitempty"`
+	Purpose            string `json:"purpose,omitempty"`
+}
+
+// Listing is the result of List.
+type Listing struct {
+	Open      []OpenSub   `json:"open"`
+	Resumable []Resumable `json:"resumable"`
+}
+
+// Text renders the listing as the reference's list_sub text.
+func (l Listing) Text() string {
+	if len(l.Open) == 0 && len(l.Resumable) == 0 {
+		return "no Sub sessions."
+	}
+	var b strings.Builder
+	manual := false
+	for _, o := range l.Open {
+		fmt.Fprintf(&b, "- %s %s %s <%s, %s", o.Status, short(o.RunID), o.Title, o.Profile, o.SessionPersistence)
+		if o.Origin == OriginManual {
+			manual = true
+			b.WriteString(", user-invoked specialist")
+		}
+		b.WriteString(">")
+		if o.Purpose != "" {
+			b.WriteString(" Purpose: " + o.Purpose)
+		}
+		b.WriteString("\n")
+	}
+	for _, r := range l.Resumable {
+		kind := "persistent, resumable"
+		if r.Origin == OriginManual {
+			manual = true
+			kind = "user-invoked; resume via user command"
+		}
+		fmt.Fprintf(&b, "- closed %s %s <%s> cwd=%s", r.SessionID, r.Title, kind, r.Cwd)
+		if r.Purpose != "" {
+			b.WriteString(" Purpose: " + r.Purpose)
+		}
+		b.WriteString("\n")
+	}
+	if manual {
+		b.WriteString("\n" + ManualMainGuidance + "\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// List shows the Main's open Subs with Herdr's live status and the closed
+// persistent sessions it may resume. By default open runs are shown only if
+// persistent, working or blocked; all shows every open run.
+func (rt *Runtime) List(ctx context.Context, mainSessionID string, all bool) (Listing, error) {
+	if mainSessionID == "" {
+		return Listing{}, fmt.Errorf("Facets is not attached to an active Main session.")
+	}
+	runs, err := rt.Store.Runs(mainSessionID)
+	if err != nil {
+		return Listing{}, err
+	}
+	now := rt.now()
+	l := Listing{Open: []OpenSub{}, Resumable: []Resumable{}}
+	for _, r := range runs {
+		rt.refresh(r)
+		if !r.Open() {
+			continue
+		}
+		status := string(herdr.StatusUnknown)
+		if r.Launching {
+			status = "launching"
+		} else if s, _ := rt.Surface.Status(ctx, r.handle()); s != "" {
+			status = string(s)
+		}
+		if !all && !r.Persistent() && status != string(herdr.StatusWorking) && status != string(herdr.StatusBlocked) {
+			continue
+		}
+		l.Open = append(l.Open, OpenSub{
+			RunID: r.RunID, SubSessionID: r.SubSessionID, Title: r.Title, Profile: r.ProfileName,
+			SessionPersistence: r.SessionPersistence, Origin: r.Origin, Purpose: r.Purpose, Status: status,
+			Adapter: "herdr", ElapsedSeconds: (now.UnixMilli() - r.CreatedAt) / 1000, LaunchError: r.LaunchError,
+		})
+	}
+	res, _, err := rt.resumables(mainSessionID, true)
+	if err != nil {
+		return Listing{}, err
+	}
+	for _, r := range res {
+		r.ModifiedSecondsAgo = (now.UnixMilli() - r.ModifiedAt) / 1000
+		l.Resumable = append(l.Resumable, r)
+	}
+	return l, nil
+}
+
+// resumables collects closed persistent Sub sessions, newest first:
+// agent-invokable ones from every Main in the store, user-invoked ones only
+// from mainSessionID (withManual), and none that is open in any Main or
+// whose saved session file is gone.
+func (rt *Runtime) resumables(mainSessionID string, withManual bool) ([]Resumable, map[string]bool, error) {
+	mains, err := rt.Store.MainSessions()
+	if err != nil {
+		return nil, nil, err
+	}
+	own := rt.Store.mainDir(mainSessionID)
+	open := map[string]bool{}
+	latest := map[string]*Run{}
+	for _, m := range mains {
+		runs, err := rt.Store.Runs(m)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, r := range runs {
+			if r.SubSessionID == "" {
+				continue
+			}
+			if r.Open() {
+				open[r.SubSessionID] = true
+				continue
+			}
+			if !r.Persistent() || (r.Manual() && (!withManual || rt.Store.mainDir(r.MainSessionID) != own)) {
+				continue
+			}
+			if prev := latest[r.SubSessionID]; prev == nil || prev.ClosedAt < r.ClosedAt {
+				latest[r.SubSessionID] = r
+			}
+		}
+	}
+	var out []Resumable
+	for id, r := range latest {
+		if open[id] {
+			continue
+		}
+		modified := r.ClosedAt
+		if r.SubSessionFile != "" {
+			fi, err := os.Stat(r.SubSessionFile)
+			if err != nil {
+				continue // the saved session is gone; it cannot be resumed
+			}
+			modified = fi.ModTime().UnixMilli()
+		}
+		out = append(out, Resumable{
+			SessionID: id, SessionFile: r.SubSessionFile, Title: r.Title, Cwd: r.Cwd, ModifiedAt: modified,
+			Origin: r.Origin, ProfileName: r.ProfileName, Purpose: r.Purpose,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].ModifiedAt != out[j].ModifiedAt {
+			return out[i].ModifiedAt > out[j].ModifiedAt
+		}
+		return out[i].SessionID < out[j].SessionID
+	})
+	return out, open, nil
+}
+
+// findResumable resolves a session id or unique prefix for a resume.
+// Delegate resumes agent-invokable sessions only; a user command (manual)
+// resumes its own binding's session by exact id.
+func (rt *Runtime) findResumable(mainSessionID, ref string, manual bool, profile string) (Resumable, error) {
+	all, open, err := rt.resumables(mainSessionID, manual)
+	if err != nil {
+		return Resumable{}, err
+	}
+	if open[ref] {
+		return Resumable{}, fmt.Errorf("Persistent Sub session '%s' is already open.", ref)
+	}
+	var match []Resumable
+	for _, r := range all {
+		if (r.Origin == OriginManual) != manual {
+			continue
+		}
+		if r.SessionID == ref {
+			return r, nil
+		}
+		if !manual && strings.HasPrefix(r.SessionID, ref) {
+			match = append(match, r)
+		}
+	}
+	switch len(match) {
+	case 0:
+		if manual {
+			return Resumable{}, fmt.Errorf("The saved %s session '%s' is unavailable; refusing to create a replacement session.", profile, ref)
+		}
+		return Resumable{}, fmt.Errorf("No persistent Sub session matches '%s'.", ref)
+	case 1:
+		return match[0], nil
+	default:
+		return Resumable{}, fmt.Errorf("Persistent Sub session id '%s' is ambiguous.", ref)
+	}
+}

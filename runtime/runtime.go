@@ -1,0 +1,587 @@
+// Package runtime runs compiled profiles as Sub Pis in Herdr: it delegates
+// (launches or resumes) Subs, talks to them and interrupts them through
+// their file channels, closes them, lists them, and keeps the Main's runs
+// and profile-command bindings on disk so separate CLI processes, a
+// reloaded Main and a resumed Main all see the same Subs.
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/herdr"
+	"github.com/facets-dev/facets/runtime/channel"
+	"github.com/facets-dev/facets/runtime/launch"
+)
+
+// MaxOpenSubs is how many Subs one Main may have open at once.
+const MaxOpenSubs = 4
+
+// OriginManual marks runs started by a user profile command (/sub:<name>).
+const OriginManual = "manual"
+
+// DefaultCloseReason is written to close.json when the caller gives none.
+const DefaultCloseReason = "The Main closed the Sub session."
+
+// tokenFileName is the capability token's file inside the channel
+// directory; the Sub reads it through PI_FACETS_TOKEN_FILE, and removing
+// the channel removes the token with it.
+const tokenFileName = "token"
+
+// Runtime executes Sub operations for Main sessions.
+type Runtime struct {
+	// Surface is Herdr (a herdr.CLI in production).
+	Surface herdr.Surface
+	// Store holds runs and bindings.
+	Store Store
+	// ChannelRoot is where channels are created (channel.RuntimeRoot()).
+	ChannelRoot string
+	// Bridge is the absolute path of the Facets Pi extension.
+	Bridge string
+	// AgentDir is Pi's agent dir; Herdr's Pi lifecycle extension is loaded
+	// from <AgentDir>/extensions/herdr-agent-state.ts when present.
+	AgentDir string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+func (rt *Runtime) now() time.Time {
+	if rt.Now != nil {
+		return rt.Now()
+	}
+	return time.Now()
+}
+
+// Delegation is what Delegate and Invoke did.
+type Delegation struct {
+	// Action is "created", "resumed" or (Invoke only) "queued".
+	Action             string   `json:"action"`
+	RunID              string   `json:"runId"`
+	Title              string   `json:"title"`
+	Profile            string   `json:"profile"`
+	Adapter            string   `json:"adapter"`
+	Tools              []string `json:"tools"`
+	Skills             []string `json:"skills"`
+	SessionPersistence string   `json:"sessionPersistence"`
+	SessionID          string   `json:"sessionId,omitempty"`
+	Origin             string   `json:"origin,omitempty"`
+	TabID              string   `json:"tabId,omitempty"`
+	PaneID             string   `json:"paneId,omitempty"`
+	MessageID          string   `json:"messageId,omitempty"` // Invoke "queued" only
+}
+
+// Text is the tool result text of the reference's delegate tool.
+func (d Delegation) Text() string {
+	verb := "Created"
+	if d.Action == "resumed" {
+		verb = "Resumed"
+	}
+	s := fmt.Sprintf("%s Sub: %s (profile %s, run %s", verb, d.Title, d.Profile, short(d.RunID))
+	if d.SessionID != "" {
+		s += ", session " + d.SessionID
+	}
+	return s + ")."
+}
+
+// RetainedRunError is a failed launch whose tab rollback failed too: the
+// run is kept, holding its slot, until Close succeeds for RunID.
+type RetainedRunError struct {
+	RunID string
+	Err   error
+}
+
+func (e *RetainedRunError) Error() string {
+	return fmt.Sprintf("%v Sub run %s remains open. Use close_sub to retry.", e.Err, e.RunID)
+}
+
+func (e *RetainedRunError) Unwrap() error { return e.Err }
+
+// DelegateRequest asks for a new Sub, or for a persistent one to resume.
+type DelegateRequest struct {
+	Manifest      *compiler.Manifest
+	MainSessionID string
+	Profile       string
+	Title         string
+	Task          string
+	// Cwd is resolved against the Manifest's cwd (the Main's); ignored on resume.
+	Cwd string
+	// ResumeSessionID is an exact id or a unique prefix of a closed
+	// persistent Sub session.
+	ResumeSessionID string
+	// Manual marks a user profile command; only Invoke sets it.
+	Manual bool
+}
+
+// Delegate launches a Sub for an agent-invokable profile, or resumes a
+// closed persistent Sub session. It takes one of the Main's MaxOpenSubs
+// slots; a failed launch whose tab was rolled back frees it again.
+func (rt *Runtime) Delegate(ctx context.Context, req DelegateRequest) (Delegation, error) {
+	if req.MainSessionID == "" {
+		return Delegation{}, errors.New("Facets is not attached to an active Main session.")
+	}
+	if req.Manifest == nil {
+		return Delegation{}, errors.New("delegate: no compiled manifest")
+	}
+	p, err := findProfile(req.Manifest, req.Profile)
+	if err != nil {
+		return Delegation{}, err
+	}
+	if !req.Manual && !p.AgentInvokable {
+		return Delegation{}, errors.New("This profile is user-invoked only; use its slash command.")
+	}
+	title := herdr.NormalizeTitle(req.Title)
+	task := req.Task
+	if req.Manual {
+		title = herdr.NormalizeTitle(p.Name)
+		task = launch.ManualTask(p.Name, req.Task)
+	}
+	cwd, resumeID, err := rt.delegateCwd(req, p)
+	if err != nil {
+		return Delegation{}, err
+	}
+	if err := rt.Surface.Check(ctx); err != nil {
+		return Delegation{}, fmt.Errorf("Facets requires Herdr, but the Herdr adapter is unavailable: %w", err)
+	}
+	run, ch, err := rt.reserve(req, p, title, task, cwd, resumeID)
+	if err != nil {
+		return Delegation{}, err
+	}
+	defer ch.Close()
+	tokenFile := filepath.Join(ch.Dir(), tokenFileName)
+	spec := launch.Spec{
+		Profile:         p,
+		Bridge:          rt.Bridge,
+		HerdrAgentState: rt.herdrAgentState(),
+		Trusted:         req.Manifest.Trust.Trusted,
+		Title:           title,
+		Manual:          req.Manual,
+		ResumeSessionID: resumeID,
+	}
+	h, err := herdr.Launch(ctx, rt.Surface, herdr.LaunchRequest{
+		RunID:     run.RunID,
+		Title:     title,
+		Cwd:       cwd,
+		Env:       launch.Env(ch.Dir()),
+		TokenFile: tokenFile,
+		Args:      spec.Args(),
+		Metadata:  herdr.Metadata{MainSession: req.MainSessionID, RunID: run.RunID, Profile: p.Name},
+		Task:      task,
+	})
+	var cleanup *herdr.CleanupError
+	switch {
+	case errors.As(err, &cleanup):
+		run.Launching = false
+		run.LaunchError = err.Error()
+		run.Surface = &Surface{Adapter: "herdr", TabID: cleanup.Handle.TabID, PaneID: cleanup.Handle.PaneID, Agent: cleanup.Handle.Agent}
+		run.UpdatedAt = rt.now().UnixMilli()
+		if serr := rt.Store.SaveRun(run); serr != nil {
+			err = fmt.Errorf("%w Recovery state could not be persisted: %v.", err, serr)
+		}
+		return Delegation{}, &RetainedRunError{RunID: run.RunID, Err: err}
+	case err != nil:
+		// The tab is gone (or never existed): release the slot and the channel.
+		rerr := errors.Join(ch.Remove(), rt.Store.DeleteRun(run.MainSessionID, run.RunID))
+		if rerr != nil {
+			return Delegation{}, fmt.Errorf("delegate: %w (releasing run %s: %v)", err, run.RunID, rerr)
+		}
+		return Delegation{}, fmt.Errorf("delegate: %w", err)
+	}
+	run.Launching = false
+	run.Surface = &Surface{Adapter: "herdr", TabID: h.TabID, PaneID: h.PaneID, Agent: h.Agent}
+	run.UpdatedAt = rt.now().UnixMilli()
+	if err := rt.Store.SaveRun(run); err != nil {
+		return Delegation{}, &RetainedRunError{RunID: run.RunID, Err: fmt.Errorf("the Sub started but its run could not be saved: %w.", err)}
+	}
+	d := delegation(run)
+	d.Action = "created"
+	if resumeID != "" {
+		d.Action = "resumed"
+		d.SessionID = resumeID
+	}
+	return d, nil
+}
+
+func delegation(run *Run) Delegation {
+	d := Delegation{
+		RunID: run.RunID, Title: run.Title, Profile: run.ProfileName, Adapter: "herdr",
+		Tools: nonNil(run.Tools), Skills: nonNil(run.Skills), SessionPersistence: run.SessionPersistence,
+		SessionID: run.SubSessionID, Origin: run.Origin,
+	}
+	if run.Surface != nil {
+		d.TabID, d.PaneID = run.Surface.TabID, run.Surface.PaneID
+	}
+	return d
+}
+
+func (rt *Runtime) herdrAgentState() string {
+	if rt.AgentDir == "" {
+		return ""
+	}
+	p := filepath.Join(rt.AgentDir, "extensions", "herdr-agent-state.ts")
+	if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+		return p
+	}
+	return ""
+}
+
+// delegateCwd picks the Sub's working directory: on resume the saved
+// session's cwd, otherwise req.Cwd resolved against the Main's cwd.
+func (rt *Runtime) delegateCwd(req DelegateRequest, p compiler.Profile) (cwd, resumeID string, err error) {
+	if req.ResumeSessionID != "" {
+		if p.Launch.SessionPersistence != "persistent" {
+			return "", "", fmt.Errorf("Profile '%s' must use sessionPersistence 'persistent' when resuming a Sub session.", p.Name)
+		}
+		s, err := rt.findResumable(req.MainSessionID, req.ResumeSessionID, req.Manual, p.Name)
+		if err != nil {
+			return "", "", err
+		}
+		return s.Cwd, s.SessionID, nil
+	}
+	cwd = req.Cwd
+	if cwd == "" {
+		cwd = req.Manifest.Cwd
+	} else if !filepath.IsAbs(cwd) {
+		cwd = filepath.Join(req.Manifest.Cwd, cwd)
+	}
+	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
+		return "", "", fmt.Errorf("Sub working directory %s is not a directory.", cwd)
+	}
+	return filepath.Clean(cwd), "", nil
+}
+
+// reserve takes a slot under the Main's lock: it refreshes the Main's runs
+// (a Sub closed by hand frees its slot), counts the open ones, and creates
+// the channel, token file and a Launching run record.
+func (rt *Runtime) reserve(req DelegateRequest, p compiler.Profile, title, task, cwd, resumeID string) (*Run, *channel.Channel, error) {
+	unlock, err := rt.Store.Lock(req.MainSessionID, "slots")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlock()
+	runs, err := rt.Store.Runs(req.MainSessionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	open := 0
+	for _, r := range runs {
+		rt.refresh(r)
+		if r.Open() {
+			open++
+			if resumeID != "" && r.SubSessionID == resumeID {
+				return nil, nil, fmt.Errorf("Persistent Sub session '%s' is already open.", resumeID)
+			}
+		}
+	}
+	if open >= MaxOpenSubs {
+		return nil, nil, fmt.Errorf("Facets allows at most %d open Subs.", MaxOpenSubs)
+	}
+	profile, err := launch.ResolvedProfile(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	m := channel.Manifest{RunID: channel.NewID(), MainSessionID: req.MainSessionID, Title: title, Task: task, Cwd: cwd, Profile: profile}
+	if req.Manual {
+		m.Origin = OriginManual
+	}
+	ch, err := channel.Create(rt.ChannelRoot, m)
+	if err != nil {
+		return nil, nil, fmt.Errorf("delegate: %w", err)
+	}
+	m = ch.Manifest()
+	if err := writeTokenFile(filepath.Join(ch.Dir(), tokenFileName), m.Token); err != nil {
+		return nil, nil, errors.Join(fmt.Errorf("delegate: %w", err), ch.Remove(), ch.Close())
+	}
+	now := rt.now().UnixMilli()
+	run := &Run{
+		Version: RunVersion, RunID: m.RunID, MainSessionID: req.MainSessionID, Title: title, Cwd: cwd,
+		ProfileName: p.Name, Origin: m.Origin, SessionPersistence: p.Launch.SessionPersistence,
+		ChannelDir: ch.Dir(), CreatedAt: now, UpdatedAt: now, SubSessionID: resumeID,
+		Tools: p.Launch.Tools, Skills: p.Launch.Skills, Launching: true,
+	}
+	if req.Manual {
+		run.Purpose = p.Description
+	}
+	if err := rt.Store.SaveRun(run); err != nil {
+		return nil, nil, errors.Join(fmt.Errorf("delegate: %w", err), ch.Remove(), ch.Close())
+	}
+	return run, ch, nil
+}
+
+// writeTokenFile creates the owner-only token file; O_EXCL because a
+// channel's token is written exactly once.
+func writeTokenFile(path, token string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("write token file: %w", err)
+	}
+	_, werr := f.WriteString(token + "\n")
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("write token file %s: %w", path, werr)
+	}
+	return nil
+}
+
+// openChannel opens a run's channel with the token kept beside it.
+func openChannel(run *Run) (*channel.Channel, error) {
+	data, err := os.ReadFile(filepath.Join(run.ChannelDir, tokenFileName))
+	if err != nil {
+		return nil, fmt.Errorf("open channel of run %s: %w", run.RunID, err)
+	}
+	return channel.Open(run.ChannelDir, strings.TrimSpace(string(data)))
+}
+
+func channelExists(run *Run) bool {
+	_, err := os.Stat(run.ChannelDir)
+	return !errors.Is(err, fs.ErrNotExist)
+}
+
+// refresh brings a run up to date with its channel, as the reference's
+// poll loop does: the Sub's session identity, a manual closure of the tab
+// (closed.json), and the removal of a closed channel once the Main has
+// drained its messages. Problems leave the run as it was; they are the
+// channel watcher's to report.
+func (rt *Runtime) refresh(run *Run) {
+	if run.Launching {
+		return
+	}
+	changed := false
+	if channelExists(run) {
+		if ch, err := openChannel(run); err == nil {
+			if s, ok, err := ch.Session(); err == nil && ok && (s.SessionID != run.SubSessionID || s.SessionFile != run.SubSessionFile) {
+				run.SubSessionID, run.SubSessionFile = s.SessionID, s.SessionFile
+				changed = true
+			}
+			if c, ok, err := ch.Closed(); err == nil && ok && run.Open() {
+				run.ClosedAt = c.CreatedAt
+				if run.ClosedAt == 0 {
+					run.ClosedAt = rt.now().UnixMilli()
+				}
+				changed = true
+			}
+			if !run.Open() {
+				if msgs, problems, err := ch.Pending(channel.ToMain); err == nil && len(msgs) == 0 && len(problems) == 0 {
+					if ch.Remove() == nil {
+						changed = true
+					}
+				}
+			}
+			ch.Close()
+		}
+	}
+	if !changed {
+		return
+	}
+	run.UpdatedAt = rt.now().UnixMilli()
+	if !run.Open() && !channelExists(run) && !run.Persistent() && !run.Manual() {
+		rt.Store.DeleteRun(run.MainSessionID, run.RunID)
+		return
+	}
+	rt.Store.SaveRun(run)
+}
+
+// findOpen resolves a run id or unique prefix among the Main's open runs.
+func (rt *Runtime) findOpen(mainSessionID, ref string) (*Run, error) {
+	if mainSessionID == "" {
+		return nil, errors.New("Facets is not attached to an active Main session.")
+	}
+	runs, err := rt.Store.Runs(mainSessionID)
+	if err != nil {
+		return nil, err
+	}
+	var match []*Run
+	for _, r := range runs {
+		rt.refresh(r)
+		if !r.Open() || ref == "" {
+			continue
+		}
+		if r.RunID == ref {
+			return r, nil
+		}
+		if strings.HasPrefix(r.RunID, ref) {
+			match = append(match, r)
+		}
+	}
+	switch len(match) {
+	case 0:
+		return nil, fmt.Errorf("Unknown Sub '%s'.", ref)
+	case 1:
+		return match[0], nil
+	default:
+		return nil, fmt.Errorf("Ambiguous Sub prefix '%s'. Use a longer run ID.", ref)
+	}
+}
+
+// Message is a talk queued for a Sub.
+type Message struct {
+	RunID     string `json:"runId"`
+	Title     string `json:"title"`
+	MessageID string `json:"messageId"`
+	Sequence  int64  `json:"sequence"`
+}
+
+// Text is the reference's talk result text.
+func (m Message) Text() string { return "Message queued for Sub: " + m.Title }
+
+// Talk queues one message for an open Sub of the Main; ref is a run id or
+// a unique prefix. Queuing is not acceptance: the Sub acknowledges later.
+func (rt *Runtime) Talk(mainSessionID, ref, text string) (Message, error) {
+	run, err := rt.findOpen(mainSessionID, ref)
+	if err != nil {
+		return Message{}, err
+	}
+	if run.Launching {
+		return Message{}, fmt.Errorf("Sub '%s' is still launching.", run.Title)
+	}
+	ch, err := openChannel(run)
+	if err != nil {
+		return Message{}, err
+	}
+	defer ch.Close()
+	msg, err := ch.Send(channel.ToSub, text)
+	if err != nil {
+		return Message{}, fmt.Errorf("talk to Sub %s: %w", run.Title, err)
+	}
+	return Message{RunID: run.RunID, Title: run.Title, MessageID: msg.ID, Sequence: msg.Sequence}, nil
+}
+
+// Interruption is a requested cancellation of one Sub turn.
+type Interruption struct {
+	RunID  string `json:"runId"`
+	Title  string `json:"title"`
+	TurnID string `json:"turnId"`
+}
+
+// Text is the reference's interrupt_sub result text.
+func (i Interruption) Text() string {
+	return "Requested interruption of Sub: " + i.Title + ". The Sub session remains open."
+}
+
+// Interrupt asks an open Sub to stop its current turn. The request names
+// the turn read from active-turn.json, and the Sub ignores it unless that
+// turn is still the active one, so a late request cannot cancel later work.
+func (rt *Runtime) Interrupt(mainSessionID, ref string) (Interruption, error) {
+	run, err := rt.findOpen(mainSessionID, ref)
+	if err != nil {
+		return Interruption{}, err
+	}
+	ch, err := openChannel(run)
+	if err != nil {
+		return Interruption{}, err
+	}
+	defer ch.Close()
+	turn, ok, err := ch.ActiveTurn()
+	if err != nil {
+		return Interruption{}, fmt.Errorf("interrupt Sub %s: %w", run.Title, err)
+	}
+	if !ok {
+		return Interruption{}, fmt.Errorf("Sub '%s' has no active turn to interrupt.", run.Title)
+	}
+	if err := ch.RequestInterrupt(turn); err != nil {
+		return Interruption{}, fmt.Errorf("interrupt Sub %s: %w", run.Title, err)
+	}
+	return Interruption{RunID: run.RunID, Title: run.Title, TurnID: turn.TurnID}, nil
+}
+
+// Closure is a closed Sub.
+type Closure struct {
+	RunID string `json:"runId"`
+	Title string `json:"title"`
+	// Retained is true while the channel is kept for undelivered Sub→Main
+	// messages; the run no longer holds a slot.
+	Retained bool `json:"retained"`
+}
+
+// Text is the reference's close_sub result text.
+func (c Closure) Text() string { return "Closed Sub: " + c.Title }
+
+// Close writes close.json, closes the Sub's tab and checks Herdr's answer.
+// If Herdr fails, the run stays open with its channel intact so Close can be
+// retried; this is also how a run kept after a failed rollback is released.
+func (rt *Runtime) Close(ctx context.Context, mainSessionID, ref, reason string) (Closure, error) {
+	if reason == "" {
+		reason = DefaultCloseReason
+	}
+	unlock, err := rt.Store.Lock(mainSessionID, "slots")
+	if err != nil {
+		return Closure{}, err
+	}
+	defer unlock()
+	run, err := rt.findOpen(mainSessionID, ref)
+	if err != nil {
+		return Closure{}, err
+	}
+	ch, chErr := openChannel(run)
+	if chErr == nil {
+		defer ch.Close()
+		// The reference ignores this error too: the tab close below is what
+		// actually stops the Sub.
+		_ = ch.RequestClose(reason)
+	}
+	if err := rt.Surface.CloseTab(ctx, run.handle()); err != nil {
+		return Closure{}, fmt.Errorf("close Sub %s (run %s stays open): %w", run.Title, run.RunID, err)
+	}
+	run.ClosedAt = rt.now().UnixMilli()
+	run.UpdatedAt = run.ClosedAt
+	run.LaunchError = ""
+	retained := false
+	if chErr == nil {
+		if s, ok, err := ch.Session(); err == nil && ok {
+			run.SubSessionID, run.SubSessionFile = s.SessionID, s.SessionFile
+		}
+		if err := ch.MarkClosed(reason); err != nil {
+			return Closure{}, fmt.Errorf("close Sub %s: the tab is closed but closed.json was not written: %w", run.Title, err)
+		}
+		msgs, problems, err := ch.Pending(channel.ToMain)
+		if err == nil && len(msgs) == 0 && len(problems) == 0 {
+			if err := ch.Remove(); err != nil {
+				retained = true
+			}
+		} else {
+			retained = true
+		}
+	}
+	if !retained && !run.Persistent() && !run.Manual() {
+		if err := rt.Store.DeleteRun(mainSessionID, run.RunID); err != nil {
+			return Closure{}, err
+		}
+	} else if err := rt.Store.SaveRun(run); err != nil {
+		return Closure{}, err
+	}
+	return Closure{RunID: run.RunID, Title: run.Title, Retained: retained}, nil
+}
+
+func findProfile(m *compiler.Manifest, name string) (compiler.Profile, error) {
+	for _, p := range m.Profiles {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return compiler.Profile{}, fmt.Errorf("Unknown profile '%s'.", name)
+}
+
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,262 @@
+package runtime
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/facets-dev/facets/herdr"
+	"github.com/facets-dev/facets/runtime/channel"
+)
+
+// RunVersion is the format version of a stored Run.
+const RunVersion = 1
+
+// Run is the Main's durable record of one Sub: the reference's RunSnapshot
+// plus what a short-lived CLI process needs to find the Sub again (the
+// Herdr handle, a reserved launch slot, a failed rollback).
+type Run struct {
+	Version            int      `json:"version"`
+	RunID              string   `json:"runId"`
+	MainSessionID      string   `json:"mainSessionId"`
+	Title              string   `json:"title"`
+	Cwd                string   `json:"cwd"`
+	ProfileName        string   `json:"profileName"`
+	Origin             string   `json:"origin,omitempty"` // "manual" for user-invoked runs
+	Purpose            string   `json:"purpose,omitempty"`
+	SessionPersistence string   `json:"sessionPersistence"`
+	ChannelDir         string   `json:"channelDir"`
+	CreatedAt          int64    `json:"createdAt"`
+	UpdatedAt          int64    `json:"updatedAt"`
+	ClosedAt           int64    `json:"closedAt,omitempty"`
+	SubSessionID       string   `json:"subSessionId,omitempty"`
+	SubSessionFile     string   `json:"subSessionFile,omitempty"`
+	Surface            *Surface `json:"surface,omitempty"`
+	Tools              []string `json:"tools,omitempty"`
+	Skills             []string `json:"skills,omitempty"`
+	// Launching marks a slot reserved before herdr.Launch returned.
+	Launching bool `json:"launching,omitempty"`
+	// LaunchError is set when a launch failed and its rollback did too: the
+	// tab may still exist, so the run stays open until a close succeeds.
+	LaunchError string `json:"launchError,omitempty"`
+}
+
+// Surface is where a run's Sub lives in Herdr.
+type Surface struct {
+	Adapter string `json:"adapter"`
+	TabID   string `json:"tabId,omitempty"`
+	PaneID  string `json:"paneId,omitempty"`
+	Agent   string `json:"agent,omitempty"`
+}
+
+// Open reports whether the run holds one of the Main's open-Sub slots.
+func (r *Run) Open() bool { return r.ClosedAt == 0 }
+
+// Manual reports whether the run was started by a user profile command.
+func (r *Run) Manual() bool { return r.Origin == OriginManual }
+
+// Persistent reports whether the Sub's Pi session is saved and resumable.
+func (r *Run) Persistent() bool { return r.SessionPersistence == "persistent" }
+
+func (r *Run) handle() herdr.Handle {
+	if r.Surface == nil {
+		return herdr.Handle{}
+	}
+	return herdr.Handle{TabID: r.Surface.TabID, PaneID: r.Surface.PaneID, Agent: r.Surface.Agent}
+}
+
+// Binding ties a Main session and a profile to the run a user profile
+// command last launched, so /reload and a resumed Main reuse that Sub.
+type Binding struct {
+	MainSessionID string `json:"mainSessionId"`
+	ProfileName   string `json:"profileName"`
+	RunID         string `json:"runId"`
+}
+
+// Store keeps runs and bindings under Dir, one directory per Main session:
+// <Dir>/<safe main>/runs/<run>.json and bindings/<profile>.json. Files are
+// 0600 and replaced atomically, so a crash leaves the old or the new record.
+type Store struct {
+	Dir string
+}
+
+func (s Store) mainDir(mainSessionID string) string {
+	return filepath.Join(s.Dir, channel.Safe(mainSessionID))
+}
+
+func (s Store) runPath(mainSessionID, runID string) string {
+	return filepath.Join(s.mainDir(mainSessionID), "runs", channel.Safe(runID)+".json")
+}
+
+func (s Store) bindingPath(mainSessionID, profile string) string {
+	return filepath.Join(s.mainDir(mainSessionID), "bindings", channel.Safe(profile)+".json")
+}
+
+// SaveRun writes r.
+func (s Store) SaveRun(r *Run) error {
+	return writeJSON(s.runPath(r.MainSessionID, r.RunID), r)
+}
+
+// DeleteRun forgets a run; a missing record is not an error.
+func (s Store) DeleteRun(mainSessionID, runID string) error {
+	if err := os.Remove(s.runPath(mainSessionID, runID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("delete run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// LoadRun reads one run; ok is false when no record exists.
+func (s Store) LoadRun(mainSessionID, runID string) (*Run, bool, error) {
+	var r Run
+	ok, err := readJSON(s.runPath(mainSessionID, runID), &r)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	return &r, true, nil
+}
+
+// Runs returns the Main's runs, oldest first.
+func (s Store) Runs(mainSessionID string) ([]*Run, error) {
+	dir := filepath.Join(s.mainDir(mainSessionID), "runs")
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	var runs []*Run
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue // temp files of an interrupted write
+		}
+		var r Run
+		if _, err := readJSON(filepath.Join(dir, e.Name()), &r); err != nil {
+			return nil, err
+		}
+		runs = append(runs, &r)
+	}
+	sort.SliceStable(runs, func(i, j int) bool {
+		if runs[i].CreatedAt != runs[j].CreatedAt {
+			return runs[i].CreatedAt < runs[j].CreatedAt
+		}
+		return runs[i].RunID < runs[j].RunID
+	})
+	return runs, nil
+}
+
+// MainSessions lists the Main session directories present in the store.
+func (s Store) MainSessions() ([]string, error) {
+	entries, err := os.ReadDir(s.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list main sessions: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+// SaveBinding records b.
+func (s Store) SaveBinding(b Binding) error {
+	return writeJSON(s.bindingPath(b.MainSessionID, b.ProfileName), b)
+}
+
+// LoadBinding reads the binding of a profile; ok is false when none exists.
+func (s Store) LoadBinding(mainSessionID, profile string) (Binding, bool, error) {
+	var b Binding
+	ok, err := readJSON(s.bindingPath(mainSessionID, profile), &b)
+	return b, ok, err
+}
+
+// Lock takes an exclusive lock named name in the Main's directory, held
+// until the returned function is called. CLI processes run concurrently
+// (two delegates from one Main), so slot checks must be serialized.
+func (s Store) Lock(mainSessionID, name string) (func(), error) {
+	dir := s.mainDir(mainSessionID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", name, err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, name+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", name, err)
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", name, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+func readJSON(path string, v any) (bool, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", path, err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return false, fmt.Errorf("read %s: %w", path, err)
+	}
+	return true, nil
+}
+
+// writeJSON replaces path with v through an fsynced 0600 temp file.
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	data = append(data, '\n')
+	return writeFileAtomic(path, data)
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	name := tmp.Name()
+	_, werr := tmp.Write(data)
+	if werr == nil {
+		werr = tmp.Sync()
+	}
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(name, path)
+	}
+	if werr != nil {
+		os.Remove(name)
+		return fmt.Errorf("write %s: %w", path, werr)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
