@@ -39,8 +39,9 @@ const (
 // Schema is the compiled facets schema. It is not safe for concurrent use,
 // because a CUE context is not.
 type Schema struct {
-	ctx  *cuelang.Context
-	root cuelang.Value
+	ctx   *cuelang.Context
+	root  cuelang.Value
+	metas map[Definition]*defMeta
 }
 
 // Load compiles the embedded schema into a fresh CUE context.

@@ -124,6 +124,7 @@ func (s *Schema) ValidateFrontmatter(d Definition, file string, yaml []byte, sta
 // required-field errors on a level that also has value errors.
 func (s *Schema) validate(d Definition, file string, lit *ast.StructLit, data cuelang.Value) *Result {
 	def := s.def(d)
+	meta := s.meta(d)
 	res := &Result{}
 	docLine, docCol := posOf(lit.Lbrace)
 	if docLine == 0 {
@@ -159,17 +160,17 @@ func (s *Schema) validate(d Definition, file string, lit *ast.StructLit, data cu
 			}
 		}
 		if !def.Allows(cuelang.Str(name)) {
-			hint := "remove it; allowed keys: " + strings.Join(fieldNames(def), ", ")
-			if near := nearest(name, fieldNames(def)); near != "" {
+			hint := "remove it; allowed keys: " + strings.Join(meta.names, ", ")
+			if near := nearest(name, meta.names); near != "" {
 				hint = fmt.Sprintf("did you mean %q?", near)
 			}
 			res.Findings = append(res.Findings, Finding{File: file, Line: line, Column: col, Field: name,
 				Code: CodeUnknownField, Message: fmt.Sprintf("unknown field %q", name), Hint: hint})
 		}
 	}
-	for _, name := range requiredNames(def) {
+	for _, name := range meta.required {
 		if !present[name] {
-			msg, hint := attrText(def, name)
+			msg, hint := meta.text(name)
 			if hint == "" {
 				hint = fmt.Sprintf("add %q", name)
 			}
@@ -210,7 +211,7 @@ func (s *Schema) validate(d Definition, file string, lit *ast.StructLit, data cu
 		if line == 0 {
 			line, col = posOf(fieldPos[top])
 		}
-		msg, hint := attrText(def, top)
+		msg, hint := meta.text(top)
 		if msg == "" {
 			msg = fmt.Sprintf("%s: %s", key, e.Error())
 		}
@@ -330,6 +331,36 @@ func checkUTF8(file string, src []byte, startLine int) (Finding, bool) {
 		i += size
 	}
 	return Finding{}, true
+}
+
+// defMeta caches what the structural pass needs from a definition, because
+// walking a definition's fields costs as much as validating a document.
+type defMeta struct {
+	names    []string
+	required []string
+	msgs     map[string][2]string
+}
+
+func (m *defMeta) text(field string) (msg, hint string) {
+	t := m.msgs[field]
+	return t[0], t[1]
+}
+
+func (s *Schema) meta(d Definition) *defMeta {
+	if m := s.metas[d]; m != nil {
+		return m
+	}
+	def := s.def(d)
+	m := &defMeta{names: fieldNames(def), required: requiredNames(def), msgs: map[string][2]string{}}
+	for _, n := range m.names {
+		msg, hint := attrText(def, n)
+		m.msgs[n] = [2]string{msg, hint}
+	}
+	if s.metas == nil {
+		s.metas = map[Definition]*defMeta{}
+	}
+	s.metas[d] = m
+	return m
 }
 
 func fieldNames(def cuelang.Value) []string {
