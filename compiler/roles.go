@@ -2,6 +2,8 @@ package compiler
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -109,6 +111,7 @@ func (p *roleParser) parse(f profiles.RoleFile) (roleDef, []Diagnostic) {
 	for i := range diags {
 		diags[i].Subject = def.name
 	}
+	slices.SortStableFunc(diags, func(a, b Diagnostic) int { return cmp.Or(a.Line-b.Line, a.Column-b.Column) })
 	return def, diags
 }
 
@@ -261,6 +264,16 @@ func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[str
 	if err == nil {
 		err = p.ctx.BuildFile(file).Decode(&m)
 	}
+	if err == nil && !res.OK() {
+		hidden := p.hiddenValueErrors(path, yaml, start, m, bad)
+		if len(hidden) == 0 && len(res.Findings) == 0 {
+			hidden = append(hidden, Diagnostic{Severity: Error, Code: cue.CodeInvalidValue, File: path, Line: start, Column: 1,
+				Message: "frontmatter does not satisfy the role schema", Hint: "run facets schema --cue to see the allowed values"})
+		}
+		if len(hidden) > 0 {
+			return nil, append(diags, hidden...), bad
+		}
+	}
 	if err != nil {
 		// Unreachable once the schema accepted the document; reported rather
 		// than trusted, so a decoder disagreement cannot pass silently.
@@ -281,6 +294,38 @@ func (p *roleParser) validate(path string, yaml []byte, start int) (res *cue.Res
 		}
 	}()
 	return p.schema.ValidateFrontmatter(cue.Role, path, yaml, start), nil
+}
+
+// hiddenValueErrors finds known keys whose values the schema rejects when a
+// document failed validation without an error finding. cue/validate.go
+// matches CUE error paths against raw key names, and CUE quotes labels that
+// are not identifiers ("auto-exit"), so such errors arrive without a
+// finding; each key is therefore re-checked alone. Nothing is found once
+// validate.go reports those keys itself.
+func (p *roleParser) hiddenValueErrors(path string, yaml []byte, start int, m map[string]any, bad map[string]bool) []Diagnostic {
+	var diags []Diagnostic
+	for _, key := range roleKeys {
+		v, ok := m[key]
+		if !ok {
+			continue
+		}
+		doc, err := json.Marshal(map[string]any{key: v})
+		if err != nil || p.schema.ValidateJSON(cue.Role, path, doc).OK() {
+			continue
+		}
+		bad[key] = true
+		line, col := start, 1
+		if _, n, found := profiles.FrontmatterLine(yaml, key); found {
+			text := strings.Split(string(yaml), "\n")[n-1]
+			line = start + n - 1
+			col = len(text) - len(strings.TrimLeft(text[len(key)+1:], " \t")) + 1
+		}
+		got, _ := json.Marshal(v)
+		diags = append(diags, Diagnostic{Severity: Error, Code: cue.CodeInvalidValue, File: path, Line: line, Column: col,
+			Message: fmt.Sprintf("%s has a value the role schema does not allow (got %s)", key, got),
+			Hint:    "run facets schema --cue to see the allowed values"})
+	}
+	return diags
 }
 
 // bareCR finds the first CR not followed by LF and returns its 1-based

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/facets-dev/facets/profiles"
@@ -42,7 +43,11 @@ func FuzzRoleFrontmatter(f *testing.F) {
 			layer = profiles.LayerPackage
 		}
 		const path = "/fuzz/role.md"
+		began := time.Now()
 		def, diags := p.parse(profiles.RoleFile{Layer: layer, Path: path, Stem: "role", Data: data})
+		if d := time.Since(began); d > 5*time.Second {
+			t.Fatalf("parsing %d bytes took %v", len(data), d) // a pathological input must not stall a compile
+		}
 		lines := bytes.Count(data, []byte("\n")) + 1
 		for _, d := range diags {
 			if d.Code == "" || d.Message == "" || d.File != path || d.Subject != def.name {
