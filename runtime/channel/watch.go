@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -238,42 +239,20 @@ func (w *Watcher) run() {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
-	// Each channel is scanned at most once per coalescing window: a wake of
-	// a channel that has not been scanned for a window is served at once,
-	// later wakes inside the window are batched into one scan at its end.
-	due := map[string]time.Time{}
-	lastScan := map[string]time.Time{}
-	mark := func(dir string) {
-		if _, ok := due[dir]; !ok {
-			due[dir] = lastScan[dir].Add(w.opts.Coalesce)
-		}
-	}
+	co := newCoalescer(w.opts.Coalesce)
+	mark := co.mark
 	schedule := func() {
-		var next time.Time
-		for _, d := range due {
-			if next.IsZero() || d.Before(next) {
-				next = d
-			}
-		}
-		if next.IsZero() {
+		next, ok := co.next()
+		if !ok {
 			timer.Stop()
 			return
 		}
 		timer.Reset(max(0, time.Until(next)))
 	}
 	scanDue := func(all bool) {
-		now := time.Now()
-		var dirs []string
-		for dir, d := range due {
-			if all || !d.After(now) {
-				dirs = append(dirs, dir)
-			}
+		for _, gone := range w.scanAll(co.take(time.Now(), all)) {
+			co.forget(gone)
 		}
-		for _, dir := range dirs {
-			delete(due, dir)
-			lastScan[dir] = now
-		}
-		w.scanAll(dirs)
 	}
 	for {
 		select {
@@ -317,6 +296,59 @@ func (w *Watcher) run() {
 	}
 }
 
+// coalescer decides when each channel is scanned: at most once per window,
+// a wake of a channel not scanned within the last window at once, later
+// wakes inside the window batched into one scan at its end.
+type coalescer struct {
+	window time.Duration
+	due    map[string]time.Time // woken channels and when to scan them
+	last   map[string]time.Time // when each channel was last scanned
+}
+
+func newCoalescer(window time.Duration) *coalescer {
+	return &coalescer{window: window, due: map[string]time.Time{}, last: map[string]time.Time{}}
+}
+
+func (c *coalescer) mark(dir string) {
+	if _, ok := c.due[dir]; !ok {
+		c.due[dir] = c.last[dir].Add(c.window)
+	}
+}
+
+// next is the earliest pending scan time.
+func (c *coalescer) next() (time.Time, bool) {
+	var next time.Time
+	for _, d := range c.due {
+		if next.IsZero() || d.Before(next) {
+			next = d
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// take returns the channels to scan at now (all woken ones if all is set)
+// and records the scan.
+func (c *coalescer) take(now time.Time, all bool) []string {
+	var dirs []string
+	for dir, d := range c.due {
+		if all || !d.After(now) {
+			dirs = append(dirs, dir)
+		}
+	}
+	sort.Strings(dirs)
+	for _, dir := range dirs {
+		delete(c.due, dir)
+		c.last[dir] = now
+	}
+	return dirs
+}
+
+// forget drops a removed channel.
+func (c *coalescer) forget(dir string) {
+	delete(c.due, dir)
+	delete(c.last, dir)
+}
+
 func (w *Watcher) snapshot() map[string]bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -327,18 +359,22 @@ func (w *Watcher) snapshot() map[string]bool {
 	return out
 }
 
-func (w *Watcher) scanAll(dirs []string) {
+// scanAll scans dirs in order and returns those no longer watched.
+func (w *Watcher) scanAll(dirs []string) (gone []string) {
 	for _, dir := range dirs {
 		select {
 		case <-w.done:
-			return
+			return gone
 		default:
 		}
 		w.mu.Lock()
 		wc, ok := w.channels[dir]
 		w.mu.Unlock()
-		if ok {
-			w.scan(wc.ch)
+		if !ok {
+			gone = append(gone, dir)
+			continue
 		}
+		w.scan(wc.ch)
 	}
+	return gone
 }

@@ -229,3 +229,50 @@ func TestWatcherCloseReleasesGoroutines(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+func TestCoalescerWindow(t *testing.T) {
+	const window = 20 * time.Millisecond
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	co := newCoalescer(window)
+	if _, ok := co.next(); ok {
+		t.Fatal("idle coalescer has a pending scan")
+	}
+	// A channel not scanned recently is scanned at once.
+	co.mark("a")
+	if got := co.take(at(0), false); len(got) != 1 || got[0] != "a" {
+		t.Fatalf("first wake: %v", got)
+	}
+	// Wakes inside the window wait for its end and collapse into one scan.
+	for ms := 1; ms <= 15; ms += 2 {
+		co.mark("a")
+		if got := co.take(at(ms), false); len(got) != 0 {
+			t.Fatalf("scanned inside the window at %d ms: %v", ms, got)
+		}
+	}
+	if next, ok := co.next(); !ok || !next.Equal(at(20)) {
+		t.Fatalf("next scan %v, want the window end", next)
+	}
+	// Another channel has its own window and is not held back by a's.
+	co.mark("b")
+	if got := co.take(at(16), false); len(got) != 1 || got[0] != "b" {
+		t.Fatalf("independent channel: %v", got)
+	}
+	if got := co.take(at(20), false); len(got) != 1 || got[0] != "a" {
+		t.Fatalf("window end: %v", got)
+	}
+	if _, ok := co.next(); ok {
+		t.Fatal("batched wakes produced a second scan")
+	}
+	// The rescan takes everything woken, due or not.
+	co.mark("a")
+	co.mark("b")
+	if got := co.take(at(21), true); len(got) != 2 {
+		t.Fatalf("rescan: %v", got)
+	}
+	co.forget("a")
+	co.mark("a")
+	if got := co.take(at(22), false); len(got) != 1 {
+		t.Fatalf("forgotten channel not treated as fresh: %v", got)
+	}
+}
