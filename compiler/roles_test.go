@@ -369,3 +369,38 @@ func TestRoleSyntaxErrorPosition(t *testing.T) {
 		t.Errorf("got %+v; want a syntax error on line 3 naming the YAML problem", d)
 	}
 }
+
+// TestRoleExample compiles the roles of the README's example tree: a role
+// pack, two global roles and a project role overriding a pack role.
+func TestRoleExample(t *testing.T) {
+	schema := loadSchema(t)
+	root, err := filepath.Abs("../testdata/example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles, diags, sources := compileRoles(schema, RoleInput{
+		Packs:    []string{filepath.Join(root, "rolepack", "roles")},
+		AgentDir: filepath.Join(root, "agent"),
+		Cwd:      filepath.Join(root, "project"),
+		Trusted:  true,
+	})
+	if len(diags) != 0 {
+		t.Errorf("example has diagnostics: %v", diags)
+	}
+	var got []string
+	for _, r := range roles {
+		got = append(got, fmt.Sprintf("%s %s %s@%s overrides=%d", r.Name, r.Layer, r.Provider, r.ProviderVersion, len(r.Overrides)))
+	}
+	want := []string{
+		"planner global @ overrides=0",
+		"scout global @ overrides=0",
+		"security-reviewer package @example/review-roles@1.4.0 overrides=0",
+		"test-writer project @ overrides=1",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("example roles mismatch (-want +got):\n%s", diff)
+	}
+	if len(sources) != 6 {
+		t.Errorf("got %d sources, want 5 role files and package.json: %v", len(sources), sources)
+	}
+}
