@@ -80,7 +80,9 @@ func PrivateSkills(profileDir, subject string) ([]string, []Problem) {
 // IsNamedSkill reports whether a skills entry is a bare skill name rather
 // than a path: no separators, no leading dot, not absolute.
 func IsNamedSkill(ref string) bool {
-	ref = expandHome(ref, "")
+	if ref == "~" || strings.HasPrefix(ref, "~/") {
+		return false
+	}
 	return !strings.ContainsAny(ref, `/\`) && !strings.HasPrefix(ref, ".") && !filepath.IsAbs(ref)
 }
 

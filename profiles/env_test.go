@@ -1,0 +1,157 @@
+package profiles
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestAncestors(t *testing.T) {
+	for _, tc := range []struct {
+		dir  string
+		want []string
+	}{
+		{"/", []string{"/"}},
+		{"/a", []string{"/", "/a"}},
+		{"/a/b/c/", []string{"/", "/a", "/a/b", "/a/b/c"}},
+		{"/a/./b/../c", []string{"/", "/a", "/a/c"}},
+	} {
+		if diff := cmp.Diff(tc.want, Ancestors(tc.dir)); diff != "" {
+			t.Errorf("Ancestors(%q) (-want +got):\n%s", tc.dir, diff)
+		}
+	}
+}
+
+func TestNewEnv(t *testing.T) {
+	wd, _ := os.Getwd()
+	for _, tc := range []struct {
+		name    string
+		env     map[string]string
+		home    string
+		cwd     string
+		wantErr string
+		wantDir string
+		wantCwd string
+	}{
+		{name: "default agent dir", home: "/home/u", cwd: "/w", wantDir: "/home/u/.pi/agent", wantCwd: "/w"},
+		{name: "env agent dir", env: map[string]string{"PI_CODING_AGENT_DIR": "/x/agent/"}, home: "/home/u", cwd: "/w", wantDir: "/x/agent", wantCwd: "/w"},
+		{name: "relative agent dir is relative to the process, not --cwd", env: map[string]string{"PI_CODING_AGENT_DIR": "rel"}, home: "/h", cwd: "/w", wantDir: filepath.Join(wd, "rel"), wantCwd: "/w"},
+		{name: "relative cwd", home: "/h", cwd: "sub", wantDir: "/h/.pi/agent", wantCwd: filepath.Join(wd, "sub")},
+		{name: "no home, no env", cwd: "/w", wantErr: "cannot locate Pi's agent dir"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, err := NewEnv(func(k string) string { return tc.env[k] }, tc.home, tc.cwd)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if env.AgentDir != tc.wantDir || env.Cwd != tc.wantCwd {
+				t.Errorf("got agent %q cwd %q, want %q %q", env.AgentDir, env.Cwd, tc.wantDir, tc.wantCwd)
+			}
+		})
+	}
+}
+
+func TestDecideTrust(t *testing.T) {
+	yes, no := true, false
+	for _, tc := range []struct {
+		name     string
+		flag     *bool
+		trust    string // trust.json; ROOT is replaced by the temp dir
+		settings string
+		want     Trust
+		wantErr  string
+	}{
+		{name: "nothing decided", want: Trust{Reason: "default"}},
+		{name: "flag yes beats trust.json no", flag: &yes, trust: `{"ROOT/p": false}`, want: Trust{Trusted: true, Reason: "flag"}},
+		{name: "flag no beats settings always", flag: &no, settings: `{"defaultProjectTrust":"always"}`, want: Trust{Reason: "flag"}},
+		{name: "exact entry", trust: `{"ROOT/p/q": true}`, want: Trust{Trusted: true, Reason: "trust.json", Path: "ROOT/p/q"}},
+		{name: "nearest ancestor wins", trust: `{"ROOT/p": true, "ROOT/p/q": false}`, want: Trust{Reason: "trust.json", Path: "ROOT/p/q"}},
+		{name: "null entry is no decision", trust: `{"ROOT/p": true, "ROOT/p/q": null}`, want: Trust{Trusted: true, Reason: "trust.json", Path: "ROOT/p"}},
+		{name: "unrelated entry ignored", trust: `{"ROOT/other": true}`, want: Trust{Reason: "default"}},
+		{name: "settings always", settings: `{"defaultProjectTrust":"always"}`, want: Trust{Trusted: true, Reason: "settings", Path: "ROOT/agent/settings.json"}},
+		{name: "settings never", settings: `{"defaultProjectTrust":"never"}`, want: Trust{Reason: "settings", Path: "ROOT/agent/settings.json"}},
+		{name: "settings ask is untrusted", settings: `{"defaultProjectTrust":"ask"}`, want: Trust{Reason: "default"}},
+		{name: "trust.json beats settings", trust: `{"ROOT/p": false}`, settings: `{"defaultProjectTrust":"always"}`, want: Trust{Reason: "trust.json", Path: "ROOT/p"}},
+		{name: "malformed trust.json", trust: `{"ROOT/p": tru`, wantErr: "trust.json"},
+		{name: "malformed settings", settings: `[`, wantErr: "settings.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			agent := filepath.Join(root, "agent")
+			cwd := filepath.Join(root, "p", "q")
+			for _, d := range []string{agent, cwd} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.trust != "" {
+				os.WriteFile(filepath.Join(agent, "trust.json"), []byte(strings.ReplaceAll(tc.trust, "ROOT", root)), 0o644)
+			}
+			if tc.settings != "" {
+				os.WriteFile(filepath.Join(agent, "settings.json"), []byte(tc.settings), 0o644)
+			}
+			got, err := DecideTrust(Env{AgentDir: agent, Cwd: cwd}, tc.flag)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want it to mention %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.want
+			want.Path = strings.ReplaceAll(want.Path, "ROOT", root)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("trust (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTrustFollowsSymlinkedCwd(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	real := filepath.Join(root, "real")
+	os.MkdirAll(real, 0o755)
+	os.MkdirAll(filepath.Join(root, "agent"), 0o755)
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, "agent", "trust.json"), []byte(`{"`+real+`": true}`), 0o644)
+	got, err := DecideTrust(Env{AgentDir: filepath.Join(root, "agent"), Cwd: link}, nil)
+	if err != nil || !got.Trusted {
+		t.Fatalf("trust through symlinked cwd = %+v, %v; want trusted (Pi keys trust.json by canonical path)", got, err)
+	}
+}
+
+func TestUTF16Len(t *testing.T) {
+	for s, want := range map[string]int{"": 0, "abc": 3, "读": 1, "😀": 2, "a😀b": 4} {
+		if got := UTF16Len(s); got != want {
+			t.Errorf("UTF16Len(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
+
+func TestIsNamedSkill(t *testing.T) {
+	for ref, want := range map[string]bool{
+		"code-review": true, "./x": false, "../x": false, "a/b": false, `a\b`: false,
+		"/abs": false, ".hidden": false, "~/skills/x": false, "~": false,
+	} {
+		if got := IsNamedSkill(ref); got != want {
+			t.Errorf("IsNamedSkill(%q) = %v, want %v", ref, got, want)
+		}
+	}
+}
