@@ -174,6 +174,10 @@ func newChannelRecvCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "recv --direction DIR [--receipts FILE]",
 		Short: "Print pending messages as JSON lines and remove them from the inbox",
+		Long: `recv prints each pending message once as a JSON line, records its receipt
+and removes it from the inbox. With --receipts the receipt log persists, so a
+later recv or watch with the same log never prints the message again; a crash
+between printing and recording may print it once more (at least once).`,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, d, err := f.open()

@@ -3,7 +3,22 @@
 // counters and small control files, written durably and read defensively.
 //
 // The on-disk layout and JSON shapes match the pi-facets reference so that a
-// channel written by one implementation can be read by the other; unlike the
-// reference, every write is fsynced (file and directory) before it is
-// reported as done.
+// channel written by one implementation can be read by the other. Where this
+// package deliberately goes further:
+//
+//   - Durability: every write is temp file + fsync + rename + directory
+//     fsync; the reference never fsyncs.
+//   - One writer per direction is enforced with flock on the inbox, not only
+//     by convention.
+//   - The sequence file holds a reservation: one counter write covers the
+//     next 1,024 numbers of that writer, and every send re-reads it to notice
+//     another writer. Order is still total; a restarted writer leaves a gap,
+//     which readers (here and in the reference) accept.
+//   - A corrupt or foreign inbox file is reported and skipped instead of
+//     blocking the whole channel; it stays on disk for inspection.
+//   - Symlinks, foreign owners and group/other permission bits on the channel
+//     directories and files are refused.
+//   - The watcher scans a channel at once on the first wake after a quiet
+//     coalescing window and batches later wakes to the window's end, instead
+//     of always waiting the full window.
 package channel

@@ -13,7 +13,7 @@ type Report struct {
 	MainSessionID string                 `json:"mainSessionId"`
 	Title         string                 `json:"title"`
 	CreatedAt     int64                  `json:"createdAt"`
-	Sequences     map[Direction]int64    `json:"sequences"`
+	Sequences     map[Direction]int64    `json:"sequences"` // persisted counters (reservations)
 	Pending       map[Direction][]Queued `json:"pending"`
 	Controls      []string               `json:"controls"`  // control files present and valid
 	TempFiles     []string               `json:"tempFiles"` // leftovers of interrupted writes
