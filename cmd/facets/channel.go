@@ -178,7 +178,7 @@ func newChannelRecvCmd(a *app) *cobra.Command {
 and removes it from the inbox. With --receipts the receipt log persists, so a
 later recv or watch with the same log never prints the message again; a crash
 between printing and recording may print it once more (at least once).`,
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, d, err := f.open()
 			if err != nil {
