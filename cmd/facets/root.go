@@ -70,6 +70,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newCheckCmd(a),
 		newCompileCmd(a),
 		newHerdrVisibilityCmd(a),
+		newPiExtensionCmd(a),
 		newProfilesCmd(a),
 		newSchemaCmd(a),
 	)

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/facets-dev/facets/runtime/channel"
+	"github.com/facets-dev/facets/runtime/pibridge"
+)
+
+func newPiExtensionCmd(a *app) *cobra.Command {
+	var dir, agentDir string
+	var showPath bool
+	cmd := &cobra.Command{
+		Use:   "pi-extension [--path] [--dir D]",
+		Short: "Print where the facets Pi extension is installed, or install it",
+		Long: `pi-extension manages the thin Pi extension that bridges Pi to this binary.
+It is embedded in facets; "install" writes it (index.ts plus facets-bridge.json,
+which records this binary's path) so no separate package is needed.
+
+The default directory is <agentDir>/extensions/facets, which Pi discovers on
+its own. A Sub is launched with --no-extensions -e <path>, where <path> is
+what --path prints (pass it to facets delegate with --bridge or set
+FACETS_PI_BRIDGE).`,
+		Example: `  facets pi-extension install
+  facets pi-extension --path
+  pi --profile reviewer`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !showPath {
+				return cmd.Help()
+			}
+			d, err := extensionDir(dir, agentDir)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(a.stdout, filepath.Join(d, pibridge.ExtensionFile))
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&showPath, "path", false, "print the path of the extension entry point (installed or not)")
+	cmd.PersistentFlags().StringVar(&dir, "dir", "", "extension directory (default <agentDir>/extensions/facets)")
+	cmd.PersistentFlags().StringVar(&agentDir, "agent-dir", "", "Pi agent dir (default $PI_CODING_AGENT_DIR or ~/.pi/agent)")
+
+	install := &cobra.Command{
+		Use:   "install [--dir D]",
+		Short: "Write the extension and print the path of its entry point",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := extensionDir(dir, agentDir)
+			if err != nil {
+				return err
+			}
+			bin, err := os.Executable()
+			if err == nil {
+				bin, err = filepath.EvalSymlinks(bin)
+			}
+			if err != nil {
+				return fmt.Errorf("locate the facets binary: %w", err)
+			}
+			path, err := pibridge.Write(d, pibridge.Config{FacetsBin: bin})
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(a.stdout, path)
+			return err
+		},
+	}
+	cmd.AddCommand(install, newPiPlanCmd(a), newPiServeCmd(a))
+	return cmd
+}
+
+func extensionDir(dir, agentDir string) (string, error) {
+	if dir != "" {
+		return filepath.Abs(dir)
+	}
+	return pibridge.DefaultDir(agentDir)
+}
+
+// newPiPlanCmd is the extension's startup call; it always prints a plan so
+// the extension can show the error inside Pi.
+func newPiPlanCmd(a *app) *cobra.Command {
+	var src sourceFlags
+	var role, profile string
+	cmd := &cobra.Command{
+		Use:    "plan --role main|sub [--profile NAME]",
+		Short:  "Print the startup plan the Pi extension applies (JSON)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var plan pibridge.Plan
+			switch role {
+			case "main":
+				m, ds, _, err := src.compile(nil)
+				if err != nil {
+					return err
+				}
+				plan = pibridge.MainPlan(m, ds, profile)
+			case "sub":
+				c, err := openSubChannel()
+				if err != nil {
+					plan = pibridge.Plan{Role: "sub", Error: err.Error()}
+					break
+				}
+				plan = pibridge.SubPlan(c.Manifest().Profile)
+				c.Close()
+			default:
+				return usageError{fmt.Errorf("unknown --role %q (want main or sub)", role)}
+			}
+			enc := json.NewEncoder(a.stdout)
+			enc.SetEscapeHTML(false)
+			return enc.Encode(plan)
+		},
+	}
+	src.register(cmd)
+	cmd.Flags().StringVar(&role, "role", "main", "main or sub")
+	cmd.Flags().StringVar(&profile, "profile", "", "startup profile of a Main (pi --profile)")
+	return cmd
+}
+
+// newPiServeCmd is the extension's long-lived helper; it speaks JSON lines
+// on stdin/stdout and exits when stdin closes (i.e. when Pi exits).
+func newPiServeCmd(a *app) *cobra.Command {
+	var role, mainSession string
+	cmd := &cobra.Command{
+		Use:    "serve --role main|sub [--main-session ID]",
+		Short:  "Run the delivery server of one Pi process (JSON lines on stdin/stdout)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts := pibridge.ServeOptions{Role: role, Root: channel.RuntimeRoot(), MainSession: mainSession}
+			if role == "sub" {
+				dir, token, err := subChannelEnv()
+				if err != nil {
+					return err
+				}
+				opts.ChannelDir, opts.Token = dir, token
+			}
+			return pibridge.Serve(cmd.Context(), a.stdin, a.stdout, opts)
+		},
+	}
+	cmd.Flags().StringVar(&role, "role", "main", "main or sub")
+	cmd.Flags().StringVar(&mainSession, "main-session", "", "Pi session id of the Main (role main)")
+	return cmd
+}
+
+// subChannelEnv reads the Sub's channel and token from the launch
+// environment; the token comes from a file so it never sits on a command line.
+func subChannelEnv() (dir, token string, err error) {
+	dir = os.Getenv("PI_FACETS_CHANNEL")
+	if dir == "" {
+		return "", "", errors.New("PI_FACETS_CHANNEL is missing in Sub Pi.")
+	}
+	if f := os.Getenv("PI_FACETS_TOKEN_FILE"); f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", "", fmt.Errorf("read Sub capability token: %w", err)
+		}
+		return dir, strings.TrimSpace(string(b)), nil
+	}
+	if t := os.Getenv("PI_FACETS_TOKEN"); t != "" {
+		return dir, t, nil
+	}
+	return "", "", errors.New("PI_FACETS_TOKEN_FILE is missing in Sub Pi.")
+}
+
+func openSubChannel() (*channel.Channel, error) {
+	dir, token, err := subChannelEnv()
+	if err != nil {
+		return nil, err
+	}
+	c, err := channel.Open(dir, token)
+	if err != nil {
+		return nil, fmt.Errorf("Sub channel: %w", err)
+	}
+	return c, nil
+}

