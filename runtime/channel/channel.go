@@ -500,7 +500,11 @@ type Problem struct {
 	key string
 }
 
+// Error returns the underlying error's message, which names the file.
 func (p Problem) Error() string { return p.Err.Error() }
+
+// Unwrap exposes the cause, e.g. ErrInsecure or a syscall error.
+func (p Problem) Unwrap() error { return p.Err }
 
 // Pending lists the valid messages in the inbox of d in sequence order and
 // reports every file that could not be accepted. Temp files are ignored.

@@ -417,3 +417,14 @@ func TestOpenRejectsInvalidManifest(t *testing.T) {
 		o.Close()
 	}
 }
+
+func TestDirForMatchesCreate(t *testing.T) {
+	c := newTestChannel(t)
+	root := filepath.Dir(filepath.Dir(c.Dir()))
+	if got := DirFor(root, "main session!", c.Manifest().RunID); got != filepath.Join(root, "main-session", c.Manifest().RunID) {
+		t.Errorf("DirFor = %q", got)
+	}
+	if got := DirFor(root, c.Manifest().MainSessionID, c.Manifest().RunID); got != c.Dir() {
+		t.Errorf("DirFor = %q, Create made %q", got, c.Dir())
+	}
+}

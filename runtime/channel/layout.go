@@ -58,8 +58,8 @@ func RuntimeRoot() string {
 	return filepath.Join(base, fmt.Sprintf("pi-facets-%d", os.Geteuid()))
 }
 
-// ChannelDir returns the channel directory of one run below root.
-func ChannelDir(root, mainSessionID, runID string) string {
+// DirFor returns the channel directory of one run below root, as Create makes it.
+func DirFor(root, mainSessionID, runID string) string {
 	return filepath.Join(root, Safe(mainSessionID), Safe(runID))
 }
 
