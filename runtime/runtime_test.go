@@ -1,0 +1,427 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/facets-dev/facets/runtime/channel"
+	"github.com/facets-dev/facets/runtime/launch"
+)
+
+const mainID = "main-session-1"
+
+func TestDelegateTalkTalkClose(t *testing.T) {
+	f := newFixture(t)
+	d := f.delegate(mainID, "writer", "Write the README")
+	if d.Action != "created" || d.Profile != "writer" || d.Adapter != "herdr" {
+		t.Fatalf("delegation = %+v", d)
+	}
+	if want := "Created Sub: Write the README (profile writer, run " + d.RunID[:8] + ")."; d.Text() != want {
+		t.Errorf("text = %q, want %q", d.Text(), want)
+	}
+	if diff := cmp.Diff([]string{"--version", "status server", "tab create", "agent start", "pane report-metadata", "agent prompt"}, f.commands()); diff != "" {
+		t.Errorf("herdr calls (-want +got):\n%s", diff)
+	}
+
+	// The tab got exactly the launch argv, env and first prompt.
+	p := f.pane(d.RunID)
+	tab := f.state().Tabs[p.TabID]
+	run, _, err := f.runtime().Store.LoadRun(mainID, d.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantArgs := launch.Spec{Profile: profileNamed(t, f.manifest, "writer"), Bridge: testBridge, Trusted: true, Title: "Write the README"}.Args()
+	if diff := cmp.Diff(wantArgs, p.Agent.Args); diff != "" {
+		t.Errorf("pi args (-want +got):\n%s", diff)
+	}
+	wantEnv := map[string]string{
+		"PI_FACETS_ROLE":       "sub",
+		"PI_FACETS_CHANNEL":    run.ChannelDir,
+		"PI_FACETS_TOKEN_FILE": filepath.Join(run.ChannelDir, "token"),
+	}
+	if diff := cmp.Diff(wantEnv, tab.Env); diff != "" {
+		t.Errorf("tab env (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"task: Write the README"}, p.Agent.Prompts); diff != "" {
+		t.Errorf("prompts (-want +got):\n%s", diff)
+	}
+	if p.Tokens["facets_role"] != "sub" || p.Tokens["facets_main_session"] != mainID || p.Tokens["facets_profile"] != "writer" {
+		t.Errorf("pane metadata = %v", p.Tokens)
+	}
+	if fi, err := os.Stat(wantEnv["PI_FACETS_TOKEN_FILE"]); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("token file: %v %v", fi, err)
+	}
+
+	rt := f.runtime()
+	m1, err := rt.Talk(mainID, d.RunID[:8], "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m1.Text() != "Message queued for Sub: Write the README" {
+		t.Errorf("talk text = %q", m1.Text())
+	}
+	if _, err := f.runtime().Talk(mainID, d.RunID, "second"); err != nil {
+		t.Fatal(err)
+	}
+	sub := f.sub(d.RunID)
+	msgs, problems, err := sub.Pending(channel.ToSub)
+	if err != nil || len(problems) != 0 {
+		t.Fatalf("pending: %v %v", err, problems)
+	}
+	var texts []string
+	for _, m := range msgs {
+		texts = append(texts, m.Text)
+	}
+	if diff := cmp.Diff([]string{"first", "second"}, texts); diff != "" {
+		t.Errorf("to-sub inbox (-want +got):\n%s", diff)
+	}
+
+	c, err := f.runtime().Close(context.Background(), mainID, d.RunID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Text() != "Closed Sub: Write the README" || c.Retained {
+		t.Errorf("closure = %+v", c)
+	}
+	if tabs := f.subTabs(); len(tabs) != 0 {
+		t.Errorf("tabs left after close: %v", tabs)
+	}
+	if _, err := os.Stat(run.ChannelDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("channel not removed: %v", err)
+	}
+	if got := f.openRuns(mainID); len(got) != 0 {
+		t.Errorf("open runs after close: %v", got)
+	}
+	if _, err := f.runtime().Talk(mainID, d.RunID, "late"); err == nil || !strings.Contains(err.Error(), "Unknown Sub") {
+		t.Errorf("talk after close: %v", err)
+	}
+}
+
+func TestCloseRetainsUndeliveredSubMessages(t *testing.T) {
+	f := newFixture(t)
+	d := f.delegate(mainID, "oracle", "Advise")
+	sub := f.sub(d.RunID)
+	final, err := sub.Send(channel.ToMain, "final answer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.runtime().Close(context.Background(), mainID, d.RunID, "done")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Retained {
+		t.Fatalf("closure = %+v, want retained", c)
+	}
+	// close.json was written before the tab closed; closed.json after.
+	if req, ok, err := sub.CloseRequest(); err != nil || !ok || req.Reason != "done" {
+		t.Errorf("close.json = %+v %v %v", req, ok, err)
+	}
+	if _, ok, err := sub.Closed(); err != nil || !ok {
+		t.Errorf("closed.json: %v %v", ok, err)
+	}
+	if got := f.openRuns(mainID); len(got) != 0 {
+		t.Errorf("a retained run still holds a slot: %v", got)
+	}
+	// Once the Main has received the message, the next refresh drops the channel.
+	if err := sub.Acknowledge(final); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.runtime().List(context.Background(), mainID, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(sub.Dir()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("drained channel not removed: %v", err)
+	}
+	runs, _ := f.runtime().Store.Runs(mainID)
+	if len(runs) != 0 {
+		t.Errorf("ephemeral run kept after drain: %+v", runs[0])
+	}
+}
+
+func TestResumePersistentSub(t *testing.T) {
+	f := newFixture(t)
+	d := f.delegate(mainID, "reviewer", "Review auth")
+	if args := f.pane(d.RunID).Agent.Args; contains(args, "--no-session") || contains(args, "--session") {
+		t.Errorf("persistent launch args = %v", args)
+	}
+	sessionFile := filepath.Join(f.dir, "sessions", "2026_0192a0b1-aaaa.jsonl")
+	os.MkdirAll(filepath.Dir(sessionFile), 0o700)
+	os.WriteFile(sessionFile, []byte("{}\n"), 0o600)
+	if err := f.sub(d.RunID).WriteSession("0192a0b1-aaaa", sessionFile); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.runtime().Close(context.Background(), mainID, d.RunID, ""); err != nil {
+		t.Fatal(err)
+	}
+	l, err := f.runtime().List(context.Background(), mainID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Resumable) != 1 || l.Resumable[0].SessionID != "0192a0b1-aaaa" {
+		t.Fatalf("resumable = %+v", l.Resumable)
+	}
+
+	rt := f.runtime()
+	r, err := rt.Delegate(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: mainID,
+		Profile: "reviewer", Title: "Review auth again", Task: "continue", Cwd: "/nonexistent-ignored-on-resume", ResumeSessionID: "0192a0b1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Action != "resumed" || r.SessionID != "0192a0b1-aaaa" || r.RunID == d.RunID {
+		t.Errorf("resume = %+v", r)
+	}
+	if !strings.HasPrefix(r.Text(), "Resumed Sub: Review auth again (profile reviewer, run ") || !strings.HasSuffix(r.Text(), ", session 0192a0b1-aaaa).") {
+		t.Errorf("resume text = %q", r.Text())
+	}
+	args := f.pane(r.RunID).Agent.Args
+	if i := index(args, "--session"); i < 0 || args[i+1] != "0192a0b1-aaaa" || contains(args, "--no-session") {
+		t.Errorf("resume args = %v", args)
+	}
+	_, err = rt.Delegate(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: mainID,
+		Profile: "reviewer", Title: "twice", Task: "x", ResumeSessionID: "0192a0b1-aaaa"})
+	if err == nil || err.Error() != "Persistent Sub session '0192a0b1-aaaa' is already open." {
+		t.Errorf("second resume: %v", err)
+	}
+	_, err = rt.Delegate(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: mainID,
+		Profile: "oracle", Title: "x", Task: "x", ResumeSessionID: "0192a0b1-aaaa"})
+	if err == nil || err.Error() != "Profile 'oracle' must use sessionPersistence 'persistent' when resuming a Sub session." {
+		t.Errorf("ephemeral resume: %v", err)
+	}
+	_, err = rt.Delegate(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: mainID,
+		Profile: "reviewer", Title: "x", Task: "x", ResumeSessionID: "nope"})
+	if err == nil || err.Error() != "No persistent Sub session matches 'nope'." {
+		t.Errorf("unknown resume: %v", err)
+	}
+}
+
+// Every Herdr step of a launch can fail; each failure must leave no tab,
+// no run and no channel behind, and the slot must be free again.
+func TestLaunchFailureRollsBack(t *testing.T) {
+	cases := map[string]fakeControl{
+		"check":               {Fail: map[string]fakeFailure{"status server": {Code: "server_error", Message: "boom"}}},
+		"create":              {Fail: map[string]fakeFailure{"tab create": {Code: "workspace_not_found", Message: "boom"}}},
+		"create-after-tab":    {Fail: map[string]fakeFailure{"tab create": {Code: "internal", Message: "lost reply", AfterEffect: true}}},
+		"create-no-pane":      {Malformed: map[string]string{"tab create": "no-pane-id"}},
+		"start":               {Fail: map[string]fakeFailure{"agent start": {Code: "agent_start_timeout", Message: "boom"}}},
+		"start-wrong-pane":    {Malformed: map[string]string{"agent start": "wrong-pane"}},
+		"metadata":            {Fail: map[string]fakeFailure{"pane report-metadata": {Code: "pane_not_found", Message: "boom"}}},
+		"prompt":              {Fail: map[string]fakeFailure{"agent prompt": {Code: "agent_not_found", Message: "boom"}}},
+		"prompt-after-effect": {Fail: map[string]fakeFailure{"agent prompt": {Code: "internal", Message: "boom", AfterEffect: true}}},
+	}
+	for name, ctl := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			for range MaxOpenSubs - 1 {
+				f.delegate(mainID, "oracle", "filler")
+			}
+			before := f.subTabs()
+			f.control(ctl)
+			_, err := f.runtime().Delegate(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: mainID, Profile: "writer", Title: "fails", Task: "x"})
+			if err == nil {
+				t.Fatal("delegate succeeded despite the injected failure")
+			}
+			var retained *RetainedRunError
+			if errors.As(err, &retained) {
+				t.Fatalf("rollback reported as failed: %v", err)
+			}
+			if diff := cmp.Diff(before, f.subTabs()); diff != "" {
+				t.Errorf("tabs after rollback (-want +got):\n%s", diff)
+			}
+			if got := f.openRuns(mainID); len(got) != MaxOpenSubs-1 {
+				t.Errorf("open runs = %d, want %d", len(got), MaxOpenSubs-1)
+			}
+			entries, _ := os.ReadDir(filepath.Join(f.dir, "run", channel.Safe(mainID)))
+			if len(entries) != MaxOpenSubs-1 {
+				t.Errorf("channels = %d, want %d", len(entries), MaxOpenSubs-1)
+			}
+			// The slot is free: the fourth Sub launches once Herdr works.
+			f.control(fakeControl{})
+			f.delegate(mainID, "writer", "works")
+		})
+	}
+}
+
+func TestCancelledLaunchRollsBack(t *testing.T) {
+	f := newFixture(t)
+	f.control(fakeControl{Hang: []string{"agent prompt"}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.runtime().Delegate(ctx, DelegateRequest{Manifest: f.manifest, MainSessionID: mainID, Profile: "writer", Title: "hangs", Task: "x"})
+		done <- err
+	}()
+	waitForFile(t, filepath.Join(f.herdrDir, "hanging-agent_prompt"))
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("delegate = %v, want context.Canceled", err)
+	}
+	if tabs := f.subTabs(); len(tabs) != 0 {
+		t.Errorf("tabs after cancelled launch: %v", tabs)
+	}
+	if got := f.openRuns(mainID); len(got) != 0 {
+		t.Errorf("open runs after cancelled launch: %v", got)
+	}
+}
+
+func TestFailedRollbackKeepsRetryableRun(t *testing.T) {
+	f := newFixture(t)
+	f.control(fakeControl{Fail: map[string]fakeFailure{
+		"agent prompt": {Code: "agent_not_found", Message: "prompt failed"},
+		"tab close":    {Code: "internal", Message: "close failed"},
+	}})
+	_, err := f.runtime().Delegate(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: mainID, Profile: "writer", Title: "stuck", Task: "x"})
+	var retained *RetainedRunError
+	if !errors.As(err, &retained) {
+		t.Fatalf("delegate = %v, want a RetainedRunError", err)
+	}
+	if !strings.HasSuffix(err.Error(), "Sub run "+retained.RunID+" remains open. Use close_sub to retry.") {
+		t.Errorf("error text = %q", err.Error())
+	}
+	if tabs := f.subTabs(); len(tabs) != 1 {
+		t.Fatalf("tabs = %v, want the stuck one", tabs)
+	}
+	if got := f.openRuns(mainID); len(got) != 1 || got[0] != retained.RunID {
+		t.Fatalf("open runs = %v, want the retained run", got)
+	}
+	l, err := f.runtime().List(context.Background(), mainID, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Open) != 1 || l.Open[0].LaunchError == "" {
+		t.Errorf("listing = %+v", l.Open)
+	}
+	// Herdr still fails to close: the run and channel stay.
+	if _, err := f.runtime().Close(context.Background(), mainID, retained.RunID, ""); err == nil {
+		t.Fatal("close succeeded although herdr failed")
+	}
+	if got := f.openRuns(mainID); len(got) != 1 {
+		t.Fatalf("failed close released the run: %v", got)
+	}
+	// Herdr recovers: a retried close releases tab, run and slot.
+	f.control(fakeControl{})
+	if _, err := f.runtime().Close(context.Background(), mainID, retained.RunID[:8], ""); err != nil {
+		t.Fatal(err)
+	}
+	if tabs := f.subTabs(); len(tabs) != 0 {
+		t.Errorf("tabs after retried close: %v", tabs)
+	}
+	if got := f.openRuns(mainID); len(got) != 0 {
+		t.Errorf("open runs after retried close: %v", got)
+	}
+}
+
+func TestFifthSubRefused(t *testing.T) {
+	f := newFixture(t)
+	var first Delegation
+	for i := range MaxOpenSubs {
+		d := f.delegate(mainID, "oracle", "sub")
+		if i == 0 {
+			first = d
+		}
+	}
+	calls := len(f.commands())
+	_, err := f.runtime().Delegate(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: mainID, Profile: "oracle", Title: "fifth", Task: "x"})
+	if err == nil || err.Error() != "Facets allows at most 4 open Subs." {
+		t.Fatalf("fifth delegate = %v", err)
+	}
+	for _, c := range f.commands()[calls:] {
+		if c == "tab create" {
+			t.Errorf("a refused delegate created a tab")
+		}
+	}
+	if n := len(f.subTabs()); n != MaxOpenSubs {
+		t.Errorf("tabs = %d", n)
+	}
+	// Another Main has its own slots.
+	f.delegate("other-main", "oracle", "elsewhere")
+	// Closing one frees a slot.
+	if _, err := f.runtime().Close(context.Background(), mainID, first.RunID, ""); err != nil {
+		t.Fatal(err)
+	}
+	f.delegate(mainID, "oracle", "fifth")
+}
+
+func TestInterruptTiedToTurn(t *testing.T) {
+	f := newFixture(t)
+	d := f.delegate(mainID, "oracle", "Advise")
+	sub := f.sub(d.RunID)
+	if _, err := f.runtime().Interrupt(mainID, d.RunID); err == nil || err.Error() != "Sub 'Advise' has no active turn to interrupt." {
+		t.Fatalf("interrupt without a turn = %v", err)
+	}
+	if err := sub.SetActiveTurn("turn-a"); err != nil {
+		t.Fatal(err)
+	}
+	i, err := f.runtime().Interrupt(mainID, d.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i.TurnID != "turn-a" || i.Text() != "Requested interruption of Sub: Advise. The Sub session remains open." {
+		t.Errorf("interruption = %+v %q", i, i.Text())
+	}
+	req, ok, err := sub.Interrupt()
+	if err != nil || !ok || req.TurnID != "turn-a" || req.RequestedAt == 0 {
+		t.Fatalf("interrupt.json = %+v %v %v", req, ok, err)
+	}
+	// The Sub moves on to follow-up work before it sees the request: the
+	// request still names turn-a, so it cannot cancel turn-b.
+	if err := sub.SetActiveTurn("turn-b"); err != nil {
+		t.Fatal(err)
+	}
+	if req, _, _ := sub.Interrupt(); req.TurnID != "turn-a" {
+		t.Errorf("late interrupt retargeted to %q", req.TurnID)
+	}
+	// A new request targets the new turn.
+	if i, err := f.runtime().Interrupt(mainID, d.RunID); err != nil || i.TurnID != "turn-b" {
+		t.Errorf("second interrupt = %+v %v", i, err)
+	}
+	if tabs := f.subTabs(); len(tabs) != 1 {
+		t.Errorf("interrupt closed the tab: %v", tabs)
+	}
+}
+
+func TestRunLookup(t *testing.T) {
+	f := newFixture(t)
+	a := f.delegate(mainID, "oracle", "a")
+	if _, err := f.runtime().Talk(mainID, "zzz", "x"); err == nil || err.Error() != "Unknown Sub 'zzz'." {
+		t.Errorf("unknown: %v", err)
+	}
+	if _, err := f.runtime().Talk("other-main", a.RunID, "x"); err == nil || err.Error() != "Unknown Sub '"+a.RunID+"'." {
+		t.Errorf("another Main's run: %v", err)
+	}
+	if _, err := f.runtime().Talk("", a.RunID, "x"); err == nil || err.Error() != "Facets is not attached to an active Main session." {
+		t.Errorf("no main: %v", err)
+	}
+	// Two runs whose ids share a prefix: a prefix must be unique.
+	store := f.runtime().Store
+	for _, id := range []string{"abcdef01-1", "abcdef01-2"} {
+		if err := store.SaveRun(&Run{Version: RunVersion, RunID: id, MainSessionID: mainID, Title: id, ChannelDir: filepath.Join(f.dir, "none")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.runtime().Talk(mainID, "abcdef01", "x"); err == nil || err.Error() != "Ambiguous Sub prefix 'abcdef01'. Use a longer run ID." {
+		t.Errorf("ambiguous prefix: %v", err)
+	}
+	if _, err := f.runtime().Delegate(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: mainID, Profile: "review", Title: "x", Task: "x"}); err == nil || err.Error() != "This profile is user-invoked only; use its slash command." {
+		t.Errorf("manual via delegate: %v", err)
+	}
+	if _, err := f.runtime().Delegate(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: mainID, Profile: "nope", Title: "x", Task: "x"}); err == nil || err.Error() != "Unknown profile 'nope'." {
+		t.Errorf("unknown profile: %v", err)
+	}
+}
+
+func contains(s []string, v string) bool { return index(s, v) >= 0 }
+
+func index(s []string, v string) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
