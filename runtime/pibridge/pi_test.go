@@ -19,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/runtime/channel"
+	"github.com/facets-dev/facets/runtime/launch"
 	"github.com/facets-dev/facets/runtime/pibridge"
 )
 
@@ -496,4 +499,81 @@ func TestMainProfileAppliesToRealPi(t *testing.T) {
 	if strings.Contains(sys, "review-mr") {
 		t.Errorf("manual profile review-mr is in the delegation catalog")
 	}
+}
+
+// TestSubToolsAndTalkWithRealPi launches real Pi the way the runtime
+// launches a Sub (launch.Spec argv, PI_FACETS_ROLE=sub, channel and token
+// file) and checks from the request Pi sends that its tools are exactly the
+// profile's plus talk, that the protocol and profile sections are in its
+// system prompt, and that the model's talk call lands in the to-main inbox.
+func TestSubToolsAndTalkWithRealPi(t *testing.T) {
+	mock := startMock(t, func(n int, req chatRequest) reply {
+		if n == 1 {
+			return reply{Tool: "talk", Args: map[string]any{"message": "done: 42"}}
+		}
+		return reply{Text: "unexpected extra turn"}
+	})
+	e := newPiEnv(t, mock)
+	p := compiler.Profile{Name: "worker", Scope: "global", SourcePath: filepath.Join(e.agentDir, "facets/profiles/worker/config.json"),
+		AgentInvokable: true, Launch: compiler.Launch{
+			Model: "mock/mock-model", Tools: []string{"read", "grep", "mcp__docs__search"}, Skills: []string{}, Extensions: []string{},
+			Instructions: "Work carefully and report with talk.", SessionPersistence: "ephemeral", Invocation: "both"}}
+	ch := newSubChannel(t, e, p, "Summarise the repo")
+	args := launch.Spec{Profile: p, Bridge: e.bridge, Title: "Summarise"}.Args()
+	start := time.Now()
+	e.run(e.subEnv(ch), append(args, "-p", "Summarise the repo")...)
+	t.Logf("sub run took %v", time.Since(start))
+
+	reqs := mock.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("model got %d requests, want 1 (talk ends the turn)", len(reqs))
+	}
+	if got, want := strings.Join(reqs[0].toolNames(), ","), "read,grep,talk"; got != want {
+		t.Errorf("Sub tools sent to the model = %s, want exactly %s", got, want)
+	}
+	sys := reqs[0].system()
+	for _, want := range []string{
+		"<facets_sub_protocol>\n" + pibridge.SubProtocol + "\n</facets_sub_protocol>",
+		"<facets_profile>\n## Facets profile: worker\nWork carefully and report with talk.\n</facets_profile>",
+	} {
+		if !strings.Contains(sys, want) {
+			t.Errorf("Sub system prompt lacks %q\n--- system prompt ---\n%s", want, sys)
+		}
+	}
+	for _, bad := range []string{"<facets_profiles>", "<facets_main>"} {
+		if strings.Contains(sys, bad) {
+			t.Errorf("Sub system prompt has Main-only section %s", bad)
+		}
+	}
+	msgs, bad, err := ch.Pending(channel.ToMain)
+	if err != nil || len(bad) > 0 {
+		t.Fatalf("to-main inbox: %v %v", err, bad)
+	}
+	if len(msgs) != 1 || msgs[0].Text != "done: 42" {
+		t.Fatalf("to-main inbox = %+v, want one message \"done: 42\"", msgs)
+	}
+}
+
+// newSubChannel creates a run channel for p the way the runtime does, with
+// the token in an owner-only file beside it.
+func newSubChannel(t *testing.T, e *piEnv, p compiler.Profile, task string) *channel.Channel {
+	t.Helper()
+	prof, err := launch.ResolvedProfile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := channel.Create(filepath.Join(e.runtime, "pi-facets-test"), channel.Manifest{
+		MainSessionID: "main-session-1", Title: "Summarise", Task: task, Cwd: e.work, Profile: prof})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ch.Close() })
+	if err := os.WriteFile(filepath.Join(ch.Dir(), "token"), []byte(ch.Manifest().Token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+func (e *piEnv) subEnv(ch *channel.Channel) []string {
+	return []string{"PI_FACETS_ROLE=sub", "PI_FACETS_CHANNEL=" + ch.Dir(), "PI_FACETS_TOKEN_FILE=" + filepath.Join(ch.Dir(), "token")}
 }
