@@ -1,0 +1,201 @@
+package runtime
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/facets-dev/facets/herdr"
+	"github.com/facets-dev/facets/runtime/channel"
+)
+
+func (f *fixture) invoke(main, profile, task string) (Delegation, error) {
+	// A fresh Runtime each time: every profile command is a new process.
+	return f.runtime().Invoke(context.Background(), InvokeRequest{Manifest: f.manifest, MainSessionID: main, Profile: profile, Task: task})
+}
+
+func (f *fixture) countCommand(name string) int {
+	n := 0
+	for _, c := range f.commands() {
+		if c == name {
+			n++
+		}
+	}
+	return n
+}
+
+func TestBindingsSurviveNewProcesses(t *testing.T) {
+	f := newFixture(t)
+	created, err := f.invoke(mainID, "review", "Review MR 42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.Action != "created" || created.Origin != OriginManual || created.Title != "review" {
+		t.Fatalf("first invocation = %+v", created)
+	}
+	if got := InvocationText(created); got != "created: review · "+created.RunID[:8] {
+		t.Errorf("notification = %q", got)
+	}
+	p := f.pane(created.RunID)
+	if i := index(p.Agent.Args, "--name"); i < 0 || p.Agent.Args[i+1] != "[sub:manual] review" {
+		t.Errorf("manual args = %v", p.Agent.Args)
+	}
+	wantPrompt := "[User-invoked profile: review]\nThe user explicitly requests this task:\nReview MR 42"
+	if diff := cmp.Diff([]string{wantPrompt}, p.Agent.Prompts); diff != "" {
+		t.Errorf("prompt (-want +got):\n%s", diff)
+	}
+
+	// A new process (reload) reuses the open Sub: no tab, no slot.
+	queued, err := f.invoke(mainID, "review", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if queued.Action != "queued" || queued.RunID != created.RunID || queued.MessageID == "" {
+		t.Fatalf("second invocation = %+v", queued)
+	}
+	if n := f.countCommand("tab create"); n != 1 {
+		t.Errorf("tab create calls = %d, want 1", n)
+	}
+	msgs, _, err := f.sub(created.RunID).Pending(channel.ToSub)
+	if err != nil || len(msgs) != 1 || !strings.HasSuffix(msgs[0].Text, "\n"+"The user invoked this profile for the current workspace. Perform the task described by your profile; ask Main for any required details.") {
+		t.Errorf("queued task = %+v %v", msgs, err)
+	}
+	if got := f.openRuns(mainID); len(got) != 1 {
+		t.Errorf("open runs = %v", got)
+	}
+
+	// Another Main gets its own binding and its own Sub.
+	other, err := f.invoke("main-session-2", "review", "x")
+	if err != nil || other.Action != "created" || other.RunID == created.RunID {
+		t.Fatalf("other Main = %+v %v", other, err)
+	}
+	l, err := f.runtime().List(context.Background(), "main-session-2", true)
+	if err != nil || len(l.Open) != 1 || l.Open[0].RunID != other.RunID {
+		t.Errorf("other Main sees = %+v %v", l, err)
+	}
+
+	// The Sub saved its session; then the user closed its tab in Herdr.
+	sessionFile := filepath.Join(f.dir, "sessions", "review-session.jsonl")
+	os.MkdirAll(filepath.Dir(sessionFile), 0o700)
+	os.WriteFile(sessionFile, []byte("{}\n"), 0o600)
+	if err := f.sub(created.RunID).WriteSession("0192review", sessionFile); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.runtime().Surface.CloseTab(context.Background(), herdr.Handle{TabID: p.TabID}); err != nil {
+		t.Fatal(err)
+	}
+	resumed, err := f.invoke(mainID, "review", "Review MR 43")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resumed.Action != "resumed" || resumed.SessionID != "0192review" || resumed.RunID == created.RunID {
+		t.Fatalf("resume = %+v", resumed)
+	}
+	if got := InvocationText(resumed); got != "resumed: review · "+resumed.RunID[:8]+" · session 0192review" {
+		t.Errorf("notification = %q", got)
+	}
+	args := f.pane(resumed.RunID).Agent.Args
+	if i := index(args, "--session"); i < 0 || args[i+1] != "0192review" {
+		t.Errorf("resume args = %v", args)
+	}
+	b, ok, err := f.runtime().Store.LoadBinding(mainID, "review")
+	if err != nil || !ok || b.RunID != resumed.RunID {
+		t.Errorf("binding = %+v %v %v", b, ok, err)
+	}
+	// A manual session is never offered to delegate.
+	if _, err := f.runtime().Delegate(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: mainID, Profile: "reviewer", Title: "x", Task: "x", ResumeSessionID: "0192review"}); err == nil {
+		t.Error("delegate resumed a user-invoked session")
+	}
+}
+
+func TestInvokeRefusesUncertainHerdr(t *testing.T) {
+	f := newFixture(t)
+	created, err := f.invoke(mainID, "review", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.control(fakeControl{AgentStatus: "bogus"})
+	_, err = f.invoke(mainID, "review", "y")
+	if err == nil || err.Error() != "Cannot verify the existing Sub is available. Close its tab before retrying; no duplicate session was created." {
+		t.Fatalf("uncertain status = %v", err)
+	}
+	if n := f.countCommand("tab create"); n != 1 {
+		t.Errorf("tab create calls = %d, want 1", n)
+	}
+	f.control(fakeControl{})
+
+	// The channel vanished but Herdr still shows the tab.
+	run, _, _ := f.runtime().Store.LoadRun(mainID, created.RunID)
+	if err := os.RemoveAll(run.ChannelDir); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.invoke(mainID, "review", "z")
+	if err == nil || err.Error() != "The existing Sub channel is missing and its tab is not confirmed closed; refusing to open the session twice." {
+		t.Fatalf("missing channel = %v", err)
+	}
+	if n := f.countCommand("tab create"); n != 1 {
+		t.Errorf("tab create calls = %d, want 1", n)
+	}
+}
+
+func TestInvokeRefusesMissingSessions(t *testing.T) {
+	f := newFixture(t)
+	created, err := f.invoke(mainID, "review", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Closed before the Sub recorded its session: no id to resume.
+	if _, err := f.runtime().Close(context.Background(), mainID, created.RunID, ""); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.invoke(mainID, "review", "again")
+	if err == nil || err.Error() != "The previous Sub session ID was not recorded; refusing to create a replacement session." {
+		t.Fatalf("no session id = %v", err)
+	}
+
+	// Recorded, but the session file has since disappeared.
+	run, _, _ := f.runtime().Store.LoadRun(mainID, created.RunID)
+	run.SubSessionID, run.SubSessionFile = "gone-session", filepath.Join(f.dir, "missing.jsonl")
+	if err := f.runtime().Store.SaveRun(run); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.invoke(mainID, "review", "again")
+	if err == nil || !strings.Contains(err.Error(), "refusing to create a replacement session") {
+		t.Fatalf("missing session file = %v", err)
+	}
+
+	// The bound run's record itself is gone.
+	if err := f.runtime().Store.DeleteRun(mainID, created.RunID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.invoke(mainID, "review", "again")
+	if err == nil || err.Error() != "The saved profile binding is unavailable; refusing to create a replacement session." {
+		t.Fatalf("missing run = %v", err)
+	}
+	if n := f.countCommand("tab create"); n != 1 {
+		t.Errorf("tab create calls = %d, want 1", n)
+	}
+}
+
+func TestInvokeEphemeralStartsFreshAfterClose(t *testing.T) {
+	f := newFixture(t)
+	first, err := f.invoke(mainID, "oracle", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.runtime().Close(context.Background(), mainID, first.RunID, ""); err != nil {
+		t.Fatal(err)
+	}
+	second, err := f.invoke(mainID, "oracle", "y")
+	if err != nil || second.Action != "created" || second.RunID == first.RunID {
+		t.Fatalf("after close = %+v %v", second, err)
+	}
+	if args := f.pane(second.RunID).Agent.Args; !slices.Contains(args, "--no-session") {
+		t.Errorf("ephemeral manual args = %v", args)
+	}
+}

@@ -1,0 +1,110 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// listScene sets up one Main with an idle ephemeral Sub, an open
+// persistent Sub, an open user-invoked specialist and a closed persistent
+// session, and returns a replacer that makes ids and paths stable.
+func listScene(t *testing.T) (*fixture, *strings.Replacer) {
+	f := newFixture(t)
+	// Each launch a second apart: listings are in launch order.
+	tick := func() { f.now = f.now.Add(time.Second) }
+	oracle := f.delegate(mainID, "oracle", "Advise on caching")
+	tick()
+	reviewer := f.delegate(mainID, "reviewer", "Review auth")
+	tick()
+	closed := f.delegate(mainID, "reviewer", "Review billing")
+	tick()
+	sessionFile := filepath.Join(f.dir, "sessions", "billing.jsonl")
+	os.MkdirAll(filepath.Dir(sessionFile), 0o700)
+	os.WriteFile(sessionFile, []byte("{}\n"), 0o600)
+	modified := f.now.Add(-time.Hour)
+	if err := f.sub(closed.RunID).WriteSession("0192billing", sessionFile); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.runtime().Close(context.Background(), mainID, closed.RunID, ""); err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(sessionFile, modified, modified)
+	manual, err := f.invoke(mainID, "review", "Review MR 42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.now = f.now.Add(90 * time.Second)
+	example, _ := filepath.Abs("../testdata/example")
+	var pairs []string
+	for name, id := range map[string]string{"ORACLE": oracle.RunID, "REVIEWER": reviewer.RunID, "CLOSED": closed.RunID, "MANUAL": manual.RunID} {
+		pairs = append(pairs, id, "<"+name+">", id[:8], "<"+name+"8>")
+	}
+	pairs = append(pairs, example, "$EXAMPLE", f.dir, "$TMP")
+	return f, strings.NewReplacer(pairs...)
+}
+
+func TestListGolden(t *testing.T) {
+	f, stable := listScene(t)
+	cases := []struct {
+		name   string
+		status string
+		all    bool
+	}{
+		{"list-idle-default", "idle", false},
+		{"list-idle-all", "idle", true},
+		{"list-working-default", "working", false},
+		{"list-unknown-all", "bogus", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f.control(fakeControl{AgentStatus: c.status})
+			l, err := f.runtime().List(context.Background(), mainID, c.all)
+			if err != nil {
+				t.Fatal(err)
+			}
+			js, err := json.MarshalIndent(l, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := stable.Replace(l.Text() + "\n-- json --\n" + string(js) + "\n")
+			path := filepath.Join("testdata", c.name+".golden")
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update)", err)
+			}
+			if diff := cmp.Diff(string(want), got); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", path, diff)
+			}
+		})
+	}
+}
+
+func TestListEmptyAndOtherMains(t *testing.T) {
+	f, _ := listScene(t)
+	l, err := f.runtime().List(context.Background(), "main-session-2", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Agent-invokable persistent sessions are resumable from any Main; the
+	// user-invoked specialist stays private to its owning Main.
+	if len(l.Open) != 0 || len(l.Resumable) != 1 || l.Resumable[0].SessionID != "0192billing" {
+		t.Errorf("another Main sees %+v", l)
+	}
+	empty := Listing{Open: []OpenSub{}, Resumable: []Resumable{}}
+	if empty.Text() != "no Sub sessions." {
+		t.Errorf("empty text = %q", empty.Text())
+	}
+}
