@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/facets-dev/facets/cue"
@@ -84,5 +85,55 @@ func BenchmarkSchemaLoad(b *testing.B) {
 		if _, err := cue.Load(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestParallelValidationMatchesSequential compiles a tree large enough for
+// several workers, with invalid profiles spread through it, and checks the
+// manifest is byte-identical to a one-worker compile. Run it with -race.
+func TestParallelValidationMatchesSequential(t *testing.T) {
+	root := t.TempDir()
+	for i := range 300 {
+		name := fmt.Sprintf("p%03d", i)
+		doc := fmt.Sprintf(`{"version": 1, "name": %q, "tools": ["read"]}`, name)
+		switch i % 7 {
+		case 3:
+			doc = fmt.Sprintf(`{"version": 1, "name": %q, "tools": []}`, name)
+		case 5:
+			doc = fmt.Sprintf(`{"version": 1, "name": %q, "tols": ["read"]}`, name)
+		}
+		p := filepath.Join(root, "agent", "facets", "profiles", name, "config.json")
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env, err := profiles.NewEnv(func(string) string { return filepath.Join(root, "agent") }, root, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	encode := func(workers int) []byte {
+		schema, err := cue.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _, err := Compile(schema, Options{Env: env, Workers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := m.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	seq, par := encode(1), encode(4)
+	if string(seq) != string(par) {
+		t.Fatalf("parallel compile differs from sequential:\n%s\n---\n%s", seq, par)
+	}
+	// 43 empty tool lists (one error each) and 43 misspelled keys (unknown
+	// field plus missing tools).
+	if n := strings.Count(string(seq), `"severity": "error"`); n != 43+43*2 {
+		t.Errorf("got %d error diagnostics, want %d", n, 43+43*2)
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/profiles"
@@ -23,6 +25,8 @@ type Options struct {
 	BundledRoles string
 	// RolePacks are registered role-pack paths (absolute files or directories).
 	RolePacks []string
+	// Workers bounds parallel schema validation; zero means GOMAXPROCS.
+	Workers int
 }
 
 // profileConfig mirrors #Profile for decoding a validated config.json.
@@ -51,7 +55,7 @@ type candidate struct {
 // failures that make compiling impossible.
 func Compile(schema *cue.Schema, opts Options) (*Manifest, []Diagnostic, error) {
 	env := opts.Env
-	c := &compilation{schema: schema, env: env, sources: map[string]string{}}
+	c := &compilation{validator: validator{schema: schema}, workers: opts.Workers, env: env, sources: map[string]string{}}
 	trust, err := profiles.DecideTrust(env, opts.TrustFlag)
 	if err != nil {
 		c.diag(Diagnostic{Severity: Error, Code: "unreadable-trust", File: env.AgentDir, Message: err.Error(),
@@ -107,20 +111,28 @@ func Compile(schema *cue.Schema, opts Options) (*Manifest, []Diagnostic, error) 
 }
 
 type compilation struct {
-	schema  *cue.Schema
+	validator
+	workers int
 	env     profiles.Env
-	diags   []Diagnostic
 	sources map[string]string
 }
 
-func (c *compilation) diag(d Diagnostic) { c.diags = append(c.diags, d) }
+// validator checks documents against one schema and collects diagnostics;
+// parallel validation gives each worker its own, since a CUE context is not
+// safe for concurrent use.
+type validator struct {
+	schema *cue.Schema
+	diags  []Diagnostic
+}
 
-func (c *compilation) problem(p profiles.Problem, sev Severity) {
+func (c *validator) diag(d Diagnostic) { c.diags = append(c.diags, d) }
+
+func (c *validator) problem(p profiles.Problem, sev Severity) {
 	c.diag(Diagnostic{Severity: sev, Code: p.Code, File: p.Path, Line: p.Line, Column: p.Column,
 		Message: p.Message, Hint: p.Hint, Subject: p.Subject})
 }
 
-func (c *compilation) finding(f cue.Finding, subject string) {
+func (c *validator) finding(f cue.Finding, subject string) {
 	c.diag(Diagnostic{Severity: Error, Code: f.Code, File: f.File, Line: f.Line, Column: f.Column,
 		Message: f.Message, Hint: f.Hint, Subject: subject})
 }
@@ -146,9 +158,16 @@ func (c *compilation) sourceList() []Source {
 // replace whole profiles, and an invalid definition removes a same-named
 // profile from broader scopes instead of silently falling back to it.
 func (c *compilation) profiles(trusted bool) []Profile {
+	scopes := profiles.DiscoverProfiles(c.env, trusted)
+	var entries []profiles.Entry
+	for _, sp := range scopes {
+		entries = append(entries, sp.Entries...)
+	}
+	checked := c.validateAll(entries, c.workers)
 	effective := map[string]*candidate{}
 	shadowed := map[string][]string{}
-	for _, sp := range profiles.DiscoverProfiles(c.env, trusted) {
+	i := 0
+	for _, sp := range scopes {
 		for _, p := range sp.Problems {
 			c.problem(p, Error)
 		}
@@ -159,7 +178,9 @@ func (c *compilation) profiles(trusted bool) []Profile {
 			if e.Instructions != nil {
 				c.sources[e.Instructions.Path] = Digest(e.Instructions.Content)
 			}
-			cand := c.validateEntry(e)
+			cand := checked[i].cand
+			c.diags = append(c.diags, checked[i].diags...)
+			i++
 			if prev := effective[e.Name]; prev != nil {
 				shadowed[e.Name] = append(shadowed[e.Name], prev.entry.ConfigPath)
 			}
@@ -189,9 +210,56 @@ func (c *compilation) profiles(trusted bool) []Profile {
 	return out
 }
 
+type checkedEntry struct {
+	cand  *candidate
+	diags []Diagnostic
+}
+
+// parallelMin is the entry count below which a second schema is not worth
+// compiling; loading one costs about as much as validating a few profiles.
+const parallelMin = 64
+
+// validateAll validates entries on up to GOMAXPROCS workers, each with its
+// own schema instance, and returns the results in entry order so output
+// stays deterministic.
+func (c *compilation) validateAll(entries []profiles.Entry, limit int) []checkedEntry {
+	out := make([]checkedEntry, len(entries))
+	if limit <= 0 {
+		limit = runtime.GOMAXPROCS(0)
+	}
+	workers := min(limit, 8, max(1, len(entries)/parallelMin))
+	schemas := []*cue.Schema{c.schema}
+	for len(schemas) < workers {
+		s, err := cue.Load()
+		if err != nil {
+			break // the embedded schema loaded once already; fall back to fewer workers
+		}
+		schemas = append(schemas, s)
+	}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for _, s := range schemas {
+		wg.Add(1)
+		go func(s *cue.Schema) {
+			defer wg.Done()
+			for i := range next {
+				v := validator{schema: s}
+				cand := v.validateEntry(entries[i])
+				out[i] = checkedEntry{cand: cand, diags: v.diags}
+			}
+		}(s)
+	}
+	for i := range entries {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
+}
+
 // validateEntry checks one entry's files and config against the schema and
 // the rules the schema cannot express; nil means invalid.
-func (c *compilation) validateEntry(e profiles.Entry) *candidate {
+func (c *validator) validateEntry(e profiles.Entry) *candidate {
 	if e.Invalid() {
 		for _, p := range e.Problems {
 			c.problem(p, Error)
