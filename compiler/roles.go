@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	cuelang "cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/cuecontext"
 	cueyaml "cuelang.org/go/encoding/yaml"
 
@@ -212,8 +213,9 @@ func (p *roleParser) parseFile(f profiles.RoleFile) (roleDef, []Diagnostic) {
 
 // fields validates the frontmatter against #Role and, when it has no
 // errors, decodes it; bad names the top-level keys with errors. Unknown
-// keys are warnings (pi-herdr-agents ignores them), so decoding cannot go
-// through cue.Result, which only decodes fully valid documents.
+// keys are warnings (pi-herdr-agents ignores them), and cue.Result decodes
+// only fully valid documents, so a document with unknown keys is decoded
+// without the schema.
 func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[string]any, diags []Diagnostic, bad map[string]bool) {
 	bad = map[string]bool{}
 	if blankYAML(yaml) {
@@ -259,10 +261,15 @@ func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[str
 	if HasErrors(diags) {
 		return nil, diags, bad
 	}
-	file, err := cueyaml.Extract(path, yaml)
 	var m map[string]any
-	if err == nil {
-		err = p.ctx.BuildFile(file).Decode(&m)
+	if res.OK() {
+		err = res.Decode(&m)
+	} else {
+		var file *ast.File
+		file, err = cueyaml.Extract(path, yaml)
+		if err == nil {
+			err = p.ctx.BuildFile(file).Decode(&m)
+		}
 	}
 	if err == nil && !res.OK() {
 		hidden := p.hiddenValueErrors(path, yaml, start, m, bad)

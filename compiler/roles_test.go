@@ -404,3 +404,40 @@ func TestRoleExample(t *testing.T) {
 		t.Errorf("got %d sources, want 5 role files and package.json: %v", len(sources), sources)
 	}
 }
+
+// BenchmarkCompileRoles1000 compiles 1,000 role files: 400 in two packs,
+// 400 global and 200 project roles overriding some of them.
+func BenchmarkCompileRoles1000(b *testing.B) {
+	schema := loadSchema(b)
+	root := b.TempDir()
+	write := func(dir string, i int, extra string) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		text := fmt.Sprintf("---\ndescription: Role %d\ntools: read, bash\nthinking: high\nspawning: false\n%s---\nDo task %d.\n", i, extra, i)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("role-%04d.md", i)), []byte(text), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range 1000 {
+		switch {
+		case i < 200:
+			write(filepath.Join(root, "pack-a"), i, "")
+		case i < 400:
+			write(filepath.Join(root, "pack-b"), i, "auto-exit: true\n")
+		case i < 800:
+			write(filepath.Join(root, "agent", "agents"), i, "system-prompt: append\n")
+		default:
+			write(filepath.Join(root, "project", ".pi", "agents"), i-800, "model: a/b\n")
+		}
+	}
+	in := RoleInput{Packs: []string{filepath.Join(root, "pack-a"), filepath.Join(root, "pack-b")},
+		AgentDir: filepath.Join(root, "agent"), Cwd: filepath.Join(root, "project"), Trusted: true}
+	b.ResetTimer()
+	for b.Loop() {
+		roles, diags, _ := compileRoles(schema, in)
+		if len(roles) != 800 || len(diags) != 0 {
+			b.Fatalf("got %d roles, %d diagnostics", len(roles), len(diags))
+		}
+	}
+}
