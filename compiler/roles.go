@@ -199,7 +199,7 @@ func (p *roleParser) parseFile(f profiles.RoleFile) (roleDef, []Diagnostic) {
 			fmt.Sprintf("Role name %q differs from filename %q in %s; the role is listed as %q", name, f.Stem, f.Path, name),
 			fmt.Sprintf("rename the file to %s.md so the file name is the role name", name))
 	}
-	if pack && strings.TrimSpace(desc) == "" && !badFields["description"] {
+	if pack && fields != nil && strings.TrimSpace(desc) == "" && !badFields["description"] {
 		valid = false
 		add(Error, "missing-role-description", 0, 0, fmt.Sprintf("Role %q must declare a description in %s", def.name, f.Path),
 			"add description: <one sentence> to the frontmatter")

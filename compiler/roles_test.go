@@ -266,6 +266,7 @@ func TestRoleFileRules(t *testing.T) {
 		{"pack blank description", pack, "r", "---\ndescription: \"  \"\n---\n", "r", false, []string{"error:invalid-value"}},
 		{"pack name must equal stem", pack, "r", "---\nname: other\ndescription: d\n---\n", "r", false, []string{"error:role-name-mismatch"}},
 		{"pack name equal to stem", pack, "r", "---\nname: r\ndescription: d\n---\n", "r", true, nil},
+		{"pack with a yaml error reports only that", pack, "r", "---\nmodel: [a\n---\n", "r", false, []string{"error:syntax"}},
 		{"pack without frontmatter", pack, "r", "just text\n", "r", false, []string{"error:invalid-role-definition"}},
 		{"global without frontmatter is ignored", global, "r", "just text\n", "r", false, []string{"warning:missing-frontmatter"}},
 		{"unterminated frontmatter", global, "r", "---\ntools: read\n", "r", false, []string{"warning:missing-frontmatter"}},
