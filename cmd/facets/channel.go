@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -22,8 +23,11 @@ func newChannelCmd(a *app) *cobra.Command {
 		Use:   "channel",
 		Short: "Send, receive, watch and inspect a Main↔Sub file channel",
 		Long: `channel gives scripts and the Pi bridge access to a run's private file
-channel. The channel directory and capability token default to the
-PI_FACETS_CHANNEL and PI_FACETS_TOKEN variables a Sub is launched with.
+channel. The channel directory defaults to PI_FACETS_CHANNEL and the token
+file to PI_FACETS_TOKEN_FILE, the variables a Sub is launched with. The
+capability token itself is never taken from the command line, where other
+users could read it; it comes from the 0600 token file (or, for callers that
+already hold it, the PI_FACETS_TOKEN variable).
 
 Exit status: 0 ok, 1 protocol problems found (corrupt or foreign files),
 2 usage or I/O failure.`,
@@ -33,12 +37,12 @@ Exit status: 0 ok, 1 protocol problems found (corrupt or foreign files),
 }
 
 type channelFlags struct {
-	dir, token, direction string
+	dir, tokenFile, direction string
 }
 
 func (f *channelFlags) register(cmd *cobra.Command, withDirection bool) {
 	cmd.Flags().StringVar(&f.dir, "dir", os.Getenv("PI_FACETS_CHANNEL"), "channel directory (default $PI_FACETS_CHANNEL)")
-	cmd.Flags().StringVar(&f.token, "token", os.Getenv("PI_FACETS_TOKEN"), "capability token (default $PI_FACETS_TOKEN)")
+	cmd.Flags().StringVar(&f.tokenFile, "token-file", os.Getenv("PI_FACETS_TOKEN_FILE"), "file holding the capability token (default $PI_FACETS_TOKEN_FILE)")
 	if withDirection {
 		cmd.Flags().StringVar(&f.direction, "direction", "", "inbox: to-main or to-sub (required)")
 	}
@@ -48,15 +52,32 @@ func (f *channelFlags) open() (*channel.Channel, channel.Direction, error) {
 	if f.dir == "" {
 		return nil, "", usageError{errors.New("no channel: pass --dir or set PI_FACETS_CHANNEL")}
 	}
-	if f.token == "" {
-		return nil, "", usageError{errors.New("no token: pass --token or set PI_FACETS_TOKEN")}
+	token, err := f.token()
+	if err != nil {
+		return nil, "", err
 	}
 	d, err := channel.ParseDirection(f.direction)
 	if err != nil {
 		return nil, "", usageError{err}
 	}
-	c, err := channel.Open(f.dir, f.token)
+	c, err := channel.Open(f.dir, token)
 	return c, d, err
+}
+
+// token reads the capability token from --token-file, falling back to
+// $PI_FACETS_TOKEN.
+func (f *channelFlags) token() (string, error) {
+	if f.tokenFile == "" {
+		if t := os.Getenv("PI_FACETS_TOKEN"); t != "" {
+			return t, nil
+		}
+		return "", usageError{errors.New("no token: pass --token-file or set PI_FACETS_TOKEN_FILE")}
+	}
+	b, err := os.ReadFile(f.tokenFile)
+	if err != nil {
+		return "", fmt.Errorf("read token file: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
 }
 
 func newChannelSendCmd(a *app) *cobra.Command {
