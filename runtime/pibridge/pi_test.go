@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -576,4 +577,192 @@ func newSubChannel(t *testing.T, e *piEnv, p compiler.Profile, task string) *cha
 
 func (e *piEnv) subEnv(ch *channel.Channel) []string {
 	return []string{"PI_FACETS_ROLE=sub", "PI_FACETS_CHANNEL=" + ch.Dir(), "PI_FACETS_TOKEN_FILE=" + filepath.Join(ch.Dir(), "token")}
+}
+
+// piProc is a long-lived Pi in RPC mode.
+type piProc struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr *bytes.Buffer
+	mu     sync.Mutex
+	events []map[string]any
+	wake   chan struct{}
+	done   chan struct{}
+}
+
+// startRPC starts Pi with --mode rpc in its own process group; the test's
+// cleanup closes stdin, waits for a clean exit and fails if any process of
+// the group (Pi or the bridge's facets serve) is left behind.
+func (e *piEnv) startRPC(extraEnv []string, args ...string) *piProc {
+	e.t.Helper()
+	cmd := exec.Command(e.inst.node, append([]string{e.inst.cli, "--mode", "rpc"}, args...)...)
+	cmd.Dir = e.work
+	cmd.Env = append(append([]string(nil), e.env...), extraEnv...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	p := &piProc{t: e.t, cmd: cmd, stdin: stdin, stderr: &bytes.Buffer{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	go func() {
+		defer close(p.done)
+		rd := bufio.NewReader(stdout)
+		for {
+			line, err := rd.ReadBytes('\n')
+			var ev map[string]any
+			if json.Unmarshal(line, &ev) == nil {
+				p.mu.Lock()
+				p.events = append(p.events, ev)
+				p.mu.Unlock()
+				select {
+				case p.wake <- struct{}{}:
+				default:
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	e.t.Cleanup(p.stop)
+	return p
+}
+
+func (p *piProc) send(cmd map[string]any) {
+	p.t.Helper()
+	b, _ := json.Marshal(cmd)
+	if _, err := p.stdin.Write(append(b, '\n')); err != nil {
+		p.t.Fatalf("write to pi: %v", err)
+	}
+}
+
+// waitFor polls cond (over the events so far) until it holds or the timeout.
+func (p *piProc) waitFor(what string, timeout time.Duration, cond func(events []map[string]any) bool) {
+	p.t.Helper()
+	deadline := time.After(timeout)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		p.mu.Lock()
+		ok := cond(p.events)
+		p.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-deadline:
+			p.t.Fatalf("timed out after %v waiting for %s\nstderr:\n%s", timeout, what, p.stderr.String())
+		case <-p.done:
+			p.mu.Lock()
+			ok := cond(p.events)
+			p.mu.Unlock()
+			if !ok {
+				p.t.Fatalf("pi exited while waiting for %s\nstderr:\n%s", what, p.stderr.String())
+			}
+			return
+		case <-p.wake:
+		case <-tick.C:
+		}
+	}
+}
+
+// response waits for the response to the command with id.
+func (p *piProc) response(id string) map[string]any {
+	p.t.Helper()
+	var resp map[string]any
+	p.waitFor("response "+id, 20*time.Second, func(evs []map[string]any) bool {
+		for _, ev := range evs {
+			if ev["type"] == "response" && ev["id"] == id {
+				resp = ev
+				return true
+			}
+		}
+		return false
+	})
+	return resp
+}
+
+func (p *piProc) stop() {
+	p.stdin.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- p.cmd.Wait() }()
+	pgid := p.cmd.Process.Pid
+	select {
+	case <-exited:
+	case <-time.After(15 * time.Second):
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		<-exited
+		p.t.Errorf("pi did not exit within 15s after stdin closed")
+	}
+	for i := 0; ; i++ {
+		if syscall.Kill(-pgid, 0) != nil {
+			return
+		}
+		if i == 40 {
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			p.t.Errorf("pi left processes behind in its process group")
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestMainReceivesDeliveryWithRealPi puts a Sub→Main message in a run
+// channel of the Main's session and checks that real Pi submits it as one
+// user message starting with the delivery header, and that the recorded
+// message's receipt removes it from the inbox.
+func TestMainReceivesDeliveryWithRealPi(t *testing.T) {
+	mock := startMock(t, func(n int, req chatRequest) reply { return reply{Text: "noted"} })
+	e := newPiEnv(t, mock)
+	p := compiler.Profile{Name: "worker", Scope: "global", SourcePath: "/x/worker/config.json",
+		Launch: compiler.Launch{Tools: []string{"read"}, Skills: []string{}, Extensions: []string{}, SessionPersistence: "ephemeral", Invocation: "both"}}
+	prof, err := launch.ResolvedProfile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(e.runtime, fmt.Sprintf("pi-facets-%d", os.Geteuid()))
+	ch, err := channel.Create(root, channel.Manifest{MainSessionID: "facets-main-1", Title: "Summarise", Task: "t", Cwd: e.work, Profile: prof})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	m, err := ch.Send(channel.ToMain, "result: 7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := channel.FormatDeliveryHeader(m.Receipt()) + "[Facets Sub message]\nSub 'Summarise' (" + m.RunID + ") says:\nresult: 7\n\n" +
+		"Use talk with runId '" + m.RunID + "' to respond, or close_sub when the delivery is accepted and no more work is needed."
+
+	pi := e.startRPC(nil, "--no-extensions", "-e", e.bridge, "--session-id", "facets-main-1")
+	pi.waitFor("the model to see the delivery", 30*time.Second, func([]map[string]any) bool {
+		for _, r := range mock.Requests() {
+			if l := r.last(); l.Role == "user" && l.text() == want {
+				return true
+			}
+		}
+		return false
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		msgs, _, err := ch.Pending(channel.ToMain)
+		if err == nil && len(msgs) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("delivered message still in the inbox after 10s: %+v %v", msgs, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := len(mock.Requests()); n != 1 {
+		t.Errorf("model got %d requests, want exactly 1 (one delivery, no duplicates)", n)
+	}
 }
