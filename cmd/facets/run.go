@@ -1,0 +1,440 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/herdr"
+	"github.com/facets-dev/facets/profiles"
+	"github.com/facets-dev/facets/runtime"
+	"github.com/facets-dev/facets/runtime/channel"
+)
+
+// runFlags are the flags shared by the Sub commands: which Main they act
+// for, where runs and channels live, and how results are printed.
+type runFlags struct {
+	mainSession string
+	stateDir    string
+	runtimeDir  string
+	agentDir    string
+	format      string
+}
+
+func (f *runFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.mainSession, "main-session", os.Getenv("PI_FACETS_MAIN_SESSION"), "Main Pi session id (default $PI_FACETS_MAIN_SESSION)")
+	fl.StringVar(&f.stateDir, "state-dir", os.Getenv("FACETS_STATE_DIR"), "where runs and bindings are kept (default $FACETS_STATE_DIR or <agent-dir>/facets/state)")
+	fl.StringVar(&f.runtimeDir, "runtime-dir", "", "channel root (default $XDG_RUNTIME_DIR/pi-facets-<uid>)")
+	fl.StringVar(&f.agentDir, "agent-dir", "", "Pi agent dir (default $PI_CODING_AGENT_DIR or ~/.pi/agent)")
+	fl.StringVar(&f.format, "format", "text", "output format: text or json")
+}
+
+func (f *runFlags) validate() error {
+	if f.format != "text" && f.format != "json" {
+		return usageError{fmt.Errorf("unknown --format %q (want text or json)", f.format)}
+	}
+	return nil
+}
+
+// runtime builds the runtime the flags describe, with the real herdr.
+func (f *runFlags) runtime(bridge string) (*runtime.Runtime, error) {
+	if err := f.validate(); err != nil {
+		return nil, err
+	}
+	agentDir := f.agentDir
+	if agentDir == "" {
+		home, _ := os.UserHomeDir()
+		env, err := profiles.NewEnv(os.Getenv, home, ".")
+		if err != nil {
+			return nil, usageError{err}
+		}
+		agentDir = env.AgentDir
+	}
+	agentDir, err := filepath.Abs(agentDir)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	state := f.stateDir
+	if state == "" {
+		state = filepath.Join(agentDir, "facets", "state")
+	}
+	root := f.runtimeDir
+	if root == "" {
+		root = channel.RuntimeRoot()
+	}
+	return &runtime.Runtime{
+		Surface:     &herdr.CLI{Runner: herdr.ExecRunner{}, Getenv: os.Getenv},
+		Store:       runtime.Store{Dir: state},
+		ChannelRoot: root,
+		Bridge:      bridge,
+		AgentDir:    agentDir,
+	}, nil
+}
+
+// result prints a successful operation: its text, or {"ok":true,"text":…}
+// merged with the operation's details.
+func (f *runFlags) result(a *app, text string, details any) error {
+	if f.format == "text" {
+		_, err := fmt.Fprintln(a.stdout, text)
+		return err
+	}
+	fields := map[string]any{}
+	if details != nil {
+		data, err := json.Marshal(details)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(data, &fields); err != nil {
+			return err
+		}
+	}
+	fields["ok"] = true
+	fields["text"] = text
+	return writeJSONValue(a.stdout, fields)
+}
+
+// failure reports a refused or failed operation and exits 1; with --format
+// json it prints {"ok":false,"error":…[,"runId":…]} on stdout so the Pi
+// bridge can show the message and offer a close retry.
+func (f *runFlags) failure(a *app, err error) error {
+	var ue usageError
+	if errors.As(err, &ue) {
+		return err
+	}
+	if f.format == "json" {
+		out := map[string]any{"ok": false, "error": err.Error()}
+		var retained *runtime.RetainedRunError
+		if errors.As(err, &retained) {
+			out["runId"] = retained.RunID
+		}
+		if werr := writeJSONValue(a.stdout, out); werr != nil {
+			return werr
+		}
+	} else {
+		fmt.Fprintf(a.stderr, "facets: %v\n", err)
+	}
+	return errDiagnostics
+}
+
+func writeJSONValue(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// signalContext cancels on SIGINT/SIGTERM so an interrupted launch still
+// rolls its tab back.
+func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+}
+
+// manifestFlags say where the launch snapshot comes from: a compiled
+// manifest file, or an in-process compile of the Main's sources.
+type manifestFlags struct {
+	manifest string
+	bridge   string
+	src      sourceFlags
+}
+
+func (f *manifestFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.manifest, "manifest", "", "compiled manifest (facets compile --out); default: compile the sources now")
+	fl.StringVar(&f.bridge, "bridge", os.Getenv("FACETS_PI_BRIDGE"), "absolute path of the Facets Pi bridge extension (default $FACETS_PI_BRIDGE)")
+	// The compile flags of sourceFlags, except that the Main's cwd is
+	// --main-cwd: --cwd is the Sub's working directory here.
+	fl.StringVar(&f.src.cwd, "main-cwd", ".", "working directory of the Main Pi (when compiling)")
+	fl.BoolVar(&f.src.trust, "trust", false, "treat the project as trusted, overriding Pi's trust settings (when compiling)")
+	fl.BoolVar(&f.src.noTrust, "no-trust", false, "treat the project as untrusted, overriding Pi's trust settings (when compiling)")
+	fl.StringArrayVar(&f.src.rolePacks, "role-pack", nil, "role pack path (when compiling); repeatable")
+	fl.StringVar(&f.src.bundledRoles, "bundled-roles", "", "bundled roles directory (when compiling)")
+	cmd.MarkFlagsMutuallyExclusive("trust", "no-trust")
+	cmd.MarkFlagsMutuallyExclusive("manifest", "trust")
+	cmd.MarkFlagsMutuallyExclusive("manifest", "no-trust")
+}
+
+// load returns the manifest and the absolute bridge path.
+func (f *manifestFlags) load(run *runFlags, profile string) (*compiler.Manifest, string, error) {
+	if f.bridge == "" {
+		return nil, "", usageError{errors.New("no Pi bridge: pass --bridge or set FACETS_PI_BRIDGE")}
+	}
+	bridge, err := filepath.Abs(f.bridge)
+	if err != nil {
+		return nil, "", usageError{err}
+	}
+	if f.manifest != "" {
+		data, err := os.ReadFile(f.manifest)
+		if err != nil {
+			return nil, "", usageError{fmt.Errorf("read manifest: %w", err)}
+		}
+		var m compiler.Manifest
+		if err := json.Unmarshal(data, &m); err != nil {
+			return nil, "", usageError{fmt.Errorf("read manifest %s: %w", f.manifest, err)}
+		}
+		return &m, bridge, nil
+	}
+	f.src.agentDir = run.agentDir
+	m, ds, _, err := f.src.compile([]string{profile})
+	if err != nil {
+		return nil, "", err
+	}
+	if compiler.HasErrors(ds) {
+		var msgs []string
+		for _, d := range ds {
+			if d.Severity == compiler.Error {
+				msgs = append(msgs, d.Message)
+			}
+		}
+		return nil, "", fmt.Errorf("profile %s does not compile: %s", profile, strings.Join(msgs, "; "))
+	}
+	return m, bridge, nil
+}
+
+func newDelegateCmd(a *app) *cobra.Command {
+	var rf runFlags
+	var mf manifestFlags
+	var req runtime.DelegateRequest
+	cmd := &cobra.Command{
+		Use:   "delegate --profile P --title T --task TEXT",
+		Short: "Launch a Sub for an agent-invokable profile in a Herdr tab, or resume a persistent one",
+		Long: `delegate launches a Sub Pi for an agent-invokable profile in a new Herdr tab
+and submits its task; with --resume it reopens a closed persistent Sub
+session (exact id or unique prefix) instead. A Main may have at most four
+open Subs. If the launch fails and its tab cannot be rolled back, the run is
+kept and its id printed so "facets close --run ID" can retry.
+
+--format json prints {"ok":true,"text","action","runId","title","profile",
+"adapter","tools","skills","sessionPersistence","sessionId"?,"tabId",
+"paneId"} or {"ok":false,"error","runId"?} (exit 1).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := rf.validate(); err != nil {
+				return err
+			}
+			if req.Profile == "" || req.Task == "" {
+				return usageError{errors.New("delegate needs --profile and --task")}
+			}
+			m, bridge, err := mf.load(&rf, req.Profile)
+			if err != nil {
+				return rf.failure(a, err)
+			}
+			rt, err := rf.runtime(bridge)
+			if err != nil {
+				return err
+			}
+			req.Manifest, req.MainSessionID = m, rf.mainSession
+			ctx, stop := signalContext(cmd)
+			defer stop()
+			d, err := rt.Delegate(ctx, req)
+			if err != nil {
+				return rf.failure(a, err)
+			}
+			return rf.result(a, d.Text(), d)
+		},
+	}
+	rf.register(cmd)
+	mf.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&req.Profile, "profile", "", "profile to launch (required)")
+	fl.StringVar(&req.Title, "title", "", "short title for the Sub's tab (at most 48 characters are shown)")
+	fl.StringVar(&req.Task, "task", "", "the Sub's first prompt (required)")
+	fl.StringVar(&req.Cwd, "cwd", "", "the Sub's working directory, relative to the Main's (ignored on --resume)")
+	fl.StringVar(&req.ResumeSessionID, "resume", "", "closed persistent Sub session to resume (id or unique prefix)")
+	return cmd
+}
+
+func newInvokeCmd(a *app) *cobra.Command {
+	var rf runFlags
+	var mf manifestFlags
+	var req runtime.InvokeRequest
+	cmd := &cobra.Command{
+		Use:   "invoke --profile P [--task TEXT]",
+		Short: "Run a user profile command (/sub:<profile>): reuse, resume or create the Main's bound Sub",
+		Long: `invoke is what /sub:<profile> does. The Main session and profile are bound to
+one Sub: while it is open the task is queued to it, a closed persistent
+session is resumed, otherwise a new Sub is created and bound. A binding
+that cannot be verified is an error, never a silent replacement.
+
+--format json prints the delegate shape with "action" created, resumed or
+queued (plus "messageId" when queued); "text" is the notification line
+"<action>: <profile> · <run8>[ · session <id>]".`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := rf.validate(); err != nil {
+				return err
+			}
+			if req.Profile == "" {
+				return usageError{errors.New("invoke needs --profile")}
+			}
+			m, bridge, err := mf.load(&rf, req.Profile)
+			if err != nil {
+				return rf.failure(a, err)
+			}
+			rt, err := rf.runtime(bridge)
+			if err != nil {
+				return err
+			}
+			req.Manifest, req.MainSessionID = m, rf.mainSession
+			ctx, stop := signalContext(cmd)
+			defer stop()
+			d, err := rt.Invoke(ctx, req)
+			if err != nil {
+				return rf.failure(a, err)
+			}
+			return rf.result(a, runtime.InvocationText(d), d)
+		},
+	}
+	rf.register(cmd)
+	mf.register(cmd)
+	cmd.Flags().StringVar(&req.Profile, "profile", "", "profile to invoke (required)")
+	cmd.Flags().StringVar(&req.Task, "task", "", "the user's request (default: the profile's own task)")
+	return cmd
+}
+
+func newTalkCmd(a *app) *cobra.Command {
+	var rf runFlags
+	var runID, message string
+	cmd := &cobra.Command{
+		Use:   "talk --run RUNID [--message TEXT]",
+		Short: "Queue one message (from --message or stdin) for an open Sub",
+		Long: `talk queues one message for an open Sub of this Main (run id or unique
+prefix). Queuing is not acceptance; the Sub acknowledges it later.
+
+--format json prints {"ok":true,"text","runId","title","messageId","sequence"}.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rt, err := rf.runtime("")
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("message") {
+				data, err := io.ReadAll(io.LimitReader(a.stdin, channel.MaxMessageBytes+1))
+				if err != nil {
+					return usageError{fmt.Errorf("read message from stdin: %w", err)}
+				}
+				message = string(data)
+			}
+			m, err := rt.Talk(rf.mainSession, runID, message)
+			if err != nil {
+				return rf.failure(a, err)
+			}
+			return rf.result(a, m.Text(), m)
+		},
+	}
+	rf.register(cmd)
+	cmd.Flags().StringVar(&runID, "run", "", "run id or unique prefix (required)")
+	cmd.Flags().StringVar(&message, "message", "", "the message (default: read stdin)")
+	cmd.MarkFlagRequired("run")
+	return cmd
+}
+
+func newInterruptCmd(a *app) *cobra.Command {
+	var rf runFlags
+	var runID string
+	cmd := &cobra.Command{
+		Use:   "interrupt --run RUNID",
+		Short: "Ask an open Sub to stop its current turn, keeping its session and tab",
+		Long: `interrupt names the Sub's current turn; the Sub ignores the request once
+that turn is over, so a late interrupt cannot cancel later work.
+
+--format json prints {"ok":true,"text","runId","title","turnId"}.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rt, err := rf.runtime("")
+			if err != nil {
+				return err
+			}
+			i, err := rt.Interrupt(rf.mainSession, runID)
+			if err != nil {
+				return rf.failure(a, err)
+			}
+			return rf.result(a, i.Text(), i)
+		},
+	}
+	rf.register(cmd)
+	cmd.Flags().StringVar(&runID, "run", "", "run id or unique prefix (required)")
+	cmd.MarkFlagRequired("run")
+	return cmd
+}
+
+func newCloseCmd(a *app) *cobra.Command {
+	var rf runFlags
+	var runID, reason string
+	cmd := &cobra.Command{
+		Use:   "close --run RUNID [--reason R]",
+		Short: "Close a Sub: request close, close its Herdr tab, release its slot",
+		Long: `close writes close.json, closes the Sub's Herdr tab and checks the result.
+If Herdr fails, the run and its channel are kept and close can be retried;
+this also releases a run kept after a failed launch rollback. Undelivered
+Sub messages keep the channel ("retained") without holding a slot.
+
+--format json prints {"ok":true,"text","runId","title","retained"}.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rt, err := rf.runtime("")
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext(cmd)
+			defer stop()
+			c, err := rt.Close(ctx, rf.mainSession, runID, reason)
+			if err != nil {
+				return rf.failure(a, err)
+			}
+			return rf.result(a, c.Text(), c)
+		},
+	}
+	rf.register(cmd)
+	cmd.Flags().StringVar(&runID, "run", "", "run id or unique prefix (required)")
+	cmd.Flags().StringVar(&reason, "reason", "", "reason recorded in close.json (default: "+runtime.DefaultCloseReason+")")
+	cmd.MarkFlagRequired("run")
+	return cmd
+}
+
+func newListCmd(a *app) *cobra.Command {
+	var rf runFlags
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "list [--all]",
+		Short: "List this Main's Subs with Herdr's live status, and resumable sessions",
+		Long: `list shows open Subs that are persistent, working or blocked, and closed
+persistent sessions that can be resumed; --all adds idle and unknown
+ephemeral Subs. Status is unknown when Herdr cannot report it.
+
+--format json prints {"ok":true,"text","open":[{"runId","subSessionId"?,
+"title","profile","sessionPersistence","origin"?,"purpose"?,"status",
+"adapter","elapsedSeconds","launchError"?}],"resumable":[{"sessionId",
+"sessionFile"?,"title","cwd","modifiedAt","modifiedSecondsAgo","origin"?,
+"profileName"?,"purpose"?}]}.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rt, err := rf.runtime("")
+			if err != nil {
+				return err
+			}
+			l, err := rt.List(cmd.Context(), rf.mainSession, all)
+			if err != nil {
+				return rf.failure(a, err)
+			}
+			return rf.result(a, l.Text(), l)
+		},
+	}
+	rf.register(cmd)
+	cmd.Flags().BoolVar(&all, "all", false, "also list idle and unknown ephemeral Subs")
+	return cmd
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// fakeHerdr builds herdr/fakeherdr for one test (the build cache makes
+// the second build cheap) so nothing outlives the test.
+func fakeHerdr(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "herdr"), "github.com/facets-dev/facets/herdr/fakeherdr").CombinedOutput()
+	if err != nil {
+		t.Fatalf("building fake herdr: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// runEnv points the Sub commands at a fake Herdr and private state.
+func runEnv(t *testing.T) string {
+	dir := t.TempDir()
+	t.Setenv("PATH", fakeHerdr(t)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("FAKEHERDR_STATE", dir)
+	t.Setenv("HERDR_ENV", "1")
+	t.Setenv("HERDR_WORKSPACE_ID", "w1")
+	t.Setenv("PI_FACETS_MAIN_SESSION", "main-1")
+	t.Setenv("FACETS_PI_BRIDGE", "/opt/facets/bridge.ts")
+	t.Setenv("FACETS_STATE_DIR", filepath.Join(dir, "state"))
+	t.Setenv("XDG_RUNTIME_DIR", filepath.Join(dir, "xdg"))
+	t.Setenv("FACETS_ROLE_PACKS", "")
+	return dir
+}
+
+func runFacets(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func decodeObject(t *testing.T, s string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatalf("not a JSON object: %v\n%s", err, s)
+	}
+	return m
+}
+
+func keys(m map[string]any) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func TestSubCommandsJSON(t *testing.T) {
+	runEnv(t)
+	example, _ := filepath.Abs("../../testdata/example")
+	compile := []string{"--agent-dir", filepath.Join(example, "agent"), "--main-cwd", filepath.Join(example, "project", "service"), "--trust", "--format", "json"}
+
+	code, out, errOut := runFacets(t, "", append([]string{"delegate", "--profile", "oracle", "--title", "Advise", "--task", "go"}, compile...)...)
+	if code != exitOK {
+		t.Fatalf("delegate exit %d: %s%s", code, out, errOut)
+	}
+	d := decodeObject(t, out)
+	want := []string{"action", "adapter", "ok", "paneId", "profile", "runId", "sessionPersistence", "skills", "tabId", "text", "title", "tools"}
+	if got := keys(d); !slices.Equal(got, want) {
+		t.Errorf("delegate keys = %v, want %v", got, want)
+	}
+	runID := d["runId"].(string)
+
+	code, out, _ = runFacets(t, "from stdin", "talk", "--run", runID[:8], "--format", "json")
+	if code != exitOK || !slices.Equal(keys(decodeObject(t, out)), []string{"messageId", "ok", "runId", "sequence", "text", "title"}) {
+		t.Errorf("talk exit %d: %s", code, out)
+	}
+	code, out, _ = runFacets(t, "", "talk", "--run", runID, "--message", "second")
+	if code != exitOK || out != "Message queued for Sub: Advise\n" {
+		t.Errorf("talk text exit %d: %q", code, out)
+	}
+
+	code, out, _ = runFacets(t, "", "list", "--all", "--format", "json")
+	l := decodeObject(t, out)
+	if code != exitOK || len(l["open"].([]any)) != 1 || !slices.Equal(keys(l), []string{"ok", "open", "resumable", "text"}) {
+		t.Errorf("list exit %d: %s", code, out)
+	}
+
+	code, out, _ = runFacets(t, "", "interrupt", "--run", runID, "--format", "json")
+	if f := decodeObject(t, out); code != exitDiagnostics || f["ok"] != false || f["error"] != "Sub 'Advise' has no active turn to interrupt." {
+		t.Errorf("interrupt exit %d: %s", code, out)
+	}
+
+	code, out, _ = runFacets(t, "", "close", "--run", runID, "--format", "json")
+	if c := decodeObject(t, out); code != exitOK || c["text"] != "Closed Sub: Advise" || c["retained"] != false {
+		t.Errorf("close exit %d: %s", code, out)
+	}
+	code, out, _ = runFacets(t, "", "list")
+	if code != exitOK || out != "no Sub sessions.\n" {
+		t.Errorf("list after close exit %d: %q", code, out)
+	}
+
+	code, out, _ = runFacets(t, "", append([]string{"invoke", "--profile", "review", "--task", "MR 1"}, compile...)...)
+	if i := decodeObject(t, out); code != exitOK || i["action"] != "created" || i["origin"] != "manual" {
+		t.Errorf("invoke exit %d: %s", code, out)
+	}
+}
+
+func TestSubCommandsExitCodes(t *testing.T) {
+	runEnv(t)
+	if code, _, errOut := runFacets(t, "", "talk", "--run", "nope"); code != exitDiagnostics || errOut != "facets: Unknown Sub 'nope'.\n" {
+		t.Errorf("unknown run: exit %d %q", code, errOut)
+	}
+	if code, _, _ := runFacets(t, "", "talk"); code != exitUsage {
+		t.Errorf("missing --run: exit %d", code)
+	}
+	if code, _, _ := runFacets(t, "", "list", "--format", "yaml"); code != exitUsage {
+		t.Errorf("bad --format: exit %d", code)
+	}
+	t.Setenv("FACETS_PI_BRIDGE", "")
+	if code, _, errOut := runFacets(t, "", "delegate", "--profile", "oracle", "--task", "x"); code != exitUsage || !strings.Contains(errOut, "--bridge") {
+		t.Errorf("no bridge: exit %d %q", code, errOut)
+	}
+	t.Setenv("PI_FACETS_MAIN_SESSION", "")
+	if code, _, errOut := runFacets(t, "", "list"); code != exitDiagnostics || !strings.Contains(errOut, "not attached to an active Main session") {
+		t.Errorf("no main session: exit %d %q", code, errOut)
+	}
+}
