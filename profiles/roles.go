@@ -247,9 +247,9 @@ func readRoleFile(path string) ([]byte, *Problem) {
 			Message: fmt.Sprintf("Cannot read role definition %s: %v", path, rolePathErr(err)),
 			Hint:    "make it a readable regular file"}
 	}
-	tooLarge := func(size int64) ([]byte, *Problem) {
+	tooLarge := func(size string) ([]byte, *Problem) {
 		return nil, &Problem{Path: path, Code: "oversized-role-definition",
-			Message: fmt.Sprintf("Role definition %s is %d bytes; the limit is %d bytes", path, size, MaxRoleFileBytes),
+			Message: fmt.Sprintf("Role definition %s is %s bytes; the limit is %d bytes", path, size, MaxRoleFileBytes),
 			Hint:    "shorten the role prompt or move reference material into a skill"}
 	}
 	fi, err := os.Stat(path)
@@ -260,7 +260,7 @@ func readRoleFile(path string) ([]byte, *Problem) {
 		return fail(fmt.Errorf("not a regular file (%s)", fileKind(fi.Mode())))
 	}
 	if fi.Size() > MaxRoleFileBytes {
-		return tooLarge(fi.Size())
+		return tooLarge(fmt.Sprint(fi.Size()))
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -272,7 +272,7 @@ func readRoleFile(path string) ([]byte, *Problem) {
 		return fail(err)
 	}
 	if len(data) > MaxRoleFileBytes {
-		return tooLarge(int64(len(data)))
+		return tooLarge("more than " + fmt.Sprint(MaxRoleFileBytes)) // it grew after the size check
 	}
 	return data, nil
 }

@@ -238,3 +238,22 @@ func TestDiscoverRolesProblems(t *testing.T) {
 		t.Errorf("files mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// TestReadRoleFileSizeCheckedFirst checks that an oversized role file is
+// refused from its size alone: a 1 GiB sparse file is reported with its
+// full size, which reading at most the limit could not know.
+func TestReadRoleFileSizeCheckedFirst(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "huge.md")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(1 << 30); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	data, p := readRoleFile(path)
+	if data != nil || p == nil || p.Code != "oversized-role-definition" || !strings.Contains(p.Message, "1073741824 bytes") {
+		t.Errorf("readRoleFile = %d bytes, %+v; want an oversized-role-definition problem naming 1073741824 bytes", len(data), p)
+	}
+}
