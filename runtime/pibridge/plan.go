@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/runtime/launch"
 )
 
 // Prompt section keys, fixed by the reference extension so prompts and
@@ -58,14 +59,12 @@ type ActiveProfile struct {
 	Skills []string `json:"skills"`
 }
 
-// Command is one /sub:<profile> command. Its handler delegates
-// TaskPrefix + (the argument text, or DefaultTask when it is blank).
+// Command is one /sub:<profile> command; its handler runs
+// `facets invoke --profile Profile [--task ARGS]`.
 type Command struct {
 	Name        string `json:"name"`
 	Profile     string `json:"profile"`
 	Description string `json:"description"`
-	TaskPrefix  string `json:"taskPrefix"`
-	DefaultTask string `json:"defaultTask"`
 }
 
 // Notice is a text for ui.notify with its level.
@@ -76,13 +75,8 @@ type Notice struct {
 
 // IsMCPTool reports whether a profile tool name belongs to Pi's native MCP
 // support; those are left to Pi's own configuration, never selected by facets.
-func IsMCPTool(name string) bool {
-	switch name {
-	case "list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource":
-		return true
-	}
-	return strings.HasPrefix(name, "mcp__")
-}
+// It is the launch package's rule, so a Main and its Subs agree.
+func IsMCPTool(name string) bool { return launch.IsMCPTool(name) }
 
 // MainPlan builds the plan of a Main Pi from a compiled manifest and its
 // diagnostics; profile is the --profile value (empty: none).
@@ -98,8 +92,6 @@ func MainPlan(m *compiler.Manifest, ds []compiler.Diagnostic, profile string) Pl
 			Name:        "sub:" + pr.Name,
 			Profile:     pr.Name,
 			Description: fmt.Sprintf("Manually invoke profile %s; reuse its Sub in this Main session", pr.Name),
-			TaskPrefix:  fmt.Sprintf("[User-invoked profile: %s]\nThe user explicitly requests this task:\n", pr.Name),
-			DefaultTask: "The user invoked this profile for the current workspace. Perform the task described by your profile; ask Main for any required details.",
 		})
 	}
 	if profile == "" {

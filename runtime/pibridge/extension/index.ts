@@ -6,6 +6,7 @@
 //   facets pi-extension plan   -> what to apply at startup (JSON)
 //   facets pi-extension serve  -> channel deliveries, receipts and Sub talk
 //   facets delegate|talk|interrupt|close|list -> the Main's tools
+//   facets invoke -> /sub:<profile>
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 import { spawn, type ChildProcess } from "node:child_process";
@@ -22,7 +23,7 @@ type Plan = {
   role: "main" | "sub";
   sections: Record<string, string>;
   profile?: { name: string; provider?: string; modelId?: string; thinkingLevel?: string; tools: string[]; skills: string[] };
-  commands?: { name: string; profile: string; description: string; taskPrefix: string; defaultTask: string }[];
+  commands?: { name: string; profile: string; description: string }[];
   profiles: { text: string; level: "info" | "warning" };
   error?: string;
 };
@@ -72,6 +73,8 @@ export default function (pi: ExtensionAPI) {
   let nextId = 1;
   const pending = new Map<number, (e: BridgeEvent) => void>();
   const registered = new Set<string>();
+  let trusted = false;
+  let rolePacks: string[] = [];
 
   const report = (msg: string, level: "info" | "warning" | "error" = "error") => {
     if (ctxRef?.hasUI) ctxRef.ui.notify(msg, level);
@@ -160,18 +163,38 @@ export default function (pi: ExtensionAPI) {
     if (missingActive.length) throw new Error(`Profile '${p.name}' could not activate tools: ${missingActive.join(", ")}.`);
   }
 
-  function facetsTool(name: string, description: string, parameters: any, args: (params: any) => string[], opts: any = {}) {
+  // runFacets runs a runtime command with --format json and turns its
+  // {"ok","text",...} answer into a tool result or a thrown error.
+  async function runFacets(args: string[], input?: string, signal?: AbortSignal) {
+    const r = await run([...args, "--format", "json", "--main-session", mainSession()], { cwd: ctxRef?.cwd, input, signal });
+    let out: any;
+    try {
+      out = JSON.parse(r.stdout);
+    } catch {
+      throw new Error(r.stderr.trim() || `facets ${args[0]} exited with status ${r.code}`);
+    }
+    if (!out.ok) throw new Error(out.error ?? `facets ${args[0]} failed`);
+    request({ op: "scan" });
+    return out;
+  }
+  // launchArgs are the Main facts a launch needs: the bridge for the Sub,
+  // the Main's cwd, its trust and role packs for the compile.
+  const launchArgs = () => ["--bridge", SELF, "--main-cwd", ctxRef?.cwd ?? ".", trusted ? "--trust" : "--no-trust",
+    ...rolePacks.flatMap((p) => ["--role-pack", p])];
+
+  function facetsTool(name: string, description: string, parameters: any, args: (params: any) => string[],
+    opts: { input?: (params: any) => string; terminate?: boolean; [k: string]: unknown } = {}) {
+    const { input, terminate, ...rest } = opts;
     pi.registerTool({
       name,
       label: name,
       description,
       parameters,
-      ...opts,
+      ...rest,
       async execute(_id: string, params: any, signal: AbortSignal | undefined) {
-        const r = await run(args(params), { cwd: ctxRef?.cwd, signal });
-        if (r.code !== 0) throw new Error(r.stderr.trim() || `facets ${args(params)[0]} exited with status ${r.code}`);
-        request({ op: "scan" });
-        return { content: [{ type: "text", text: r.stdout.trim() }], details: {}, terminate: opts.terminate };
+        const out = await runFacets(args(params), input?.(params), signal);
+        const { ok: _ok, text, ...details } = out;
+        return { content: [{ type: "text", text }], details, terminate };
       },
     } as any);
   }
@@ -203,23 +226,21 @@ export default function (pi: ExtensionAPI) {
         cwd: Type.Optional(Type.String({ description: "Working directory for the Sub" })),
         resumeSessionId: Type.Optional(Type.String({ description: "Persistent Sub session to resume" })),
       }),
-      (p) => [
-        "delegate", "--profile", p.profile, "--title", p.title, "--task", p.task, "--main-session", mainSession(), "--bridge", SELF,
-        ...(p.cwd ? ["--cwd", p.cwd] : []), ...(p.resumeSessionId ? ["--resume", p.resumeSessionId] : []),
-      ],
+      (p) => ["delegate", ...launchArgs(), "--profile", p.profile, "--title", p.title, "--task", p.task,
+        ...(p.cwd ? ["--cwd", p.cwd] : []), ...(p.resumeSessionId ? ["--resume", p.resumeSessionId] : [])],
       { exposure: "model-only", terminate: true },
     );
     facetsTool("talk", "Queue one message to an open Sub.",
       Type.Object({ runId: Type.String(), message: Type.String() }),
-      (p) => ["talk", "--run", p.runId, "--message", p.message, "--main-session", mainSession()], { executionMode: "sequential" });
+      (p) => ["talk", "--run", p.runId], { input: (p) => p.message, executionMode: "sequential" });
     facetsTool("interrupt_sub", "Cancel the current turn of a Sub without closing it.",
-      Type.Object({ runId: Type.String() }), (p) => ["interrupt", "--run", p.runId, "--main-session", mainSession()]);
+      Type.Object({ runId: Type.String() }), (p) => ["interrupt", "--run", p.runId]);
     facetsTool("close_sub", "Stop a Sub's work if needed and close its session.",
       Type.Object({ runId: Type.String(), reason: Type.Optional(Type.String()) }),
-      (p) => ["close", "--run", p.runId, "--main-session", mainSession(), ...(p.reason ? ["--reason", p.reason] : [])]);
+      (p) => ["close", "--run", p.runId, ...(p.reason ? ["--reason", p.reason] : [])]);
     facetsTool("list_sub", "List open Subs with their live status, and resumable Sub sessions.",
       Type.Object({ all: Type.Optional(Type.Boolean()) }),
-      (p) => ["list", "--main-session", mainSession(), "--format", "json", ...(p.all ? ["--all"] : [])]);
+      (p) => ["list", ...(p.all ? ["--all"] : [])]);
 
     pi.registerCommand("profiles", {
       description: "List Facets profiles with their invocation mode and diagnostics",
@@ -234,9 +255,13 @@ export default function (pi: ExtensionAPI) {
   pi.on("session_start", async (_event, ctx) => {
     ctxRef = ctx;
     startError = undefined;
+    // Role packs register synchronously on the shared bus; the compiler
+    // reads them (facets has no trust logic of its own: Pi's decision is passed on).
     const packs: string[] = [];
     pi.events.emit(ROLE_DISCOVERY, { apiVersion: 1, register: (p: unknown) => typeof p === "string" && packs.push(p) });
-    const args = ["pi-extension", "plan", "--role", isSub ? "sub" : "main", "-C", ctx.cwd, ctx.isProjectTrusted() ? "--trust" : "--no-trust"];
+    rolePacks = packs;
+    trusted = ctx.isProjectTrusted();
+    const args = ["pi-extension", "plan", "--role", isSub ? "sub" : "main", "-C", ctx.cwd, trusted ? "--trust" : "--no-trust"];
     for (const p of packs) args.push("--role-pack", p);
     const profile = isSub ? undefined : (pi.getFlag("profile") as string | undefined);
     if (profile) args.push("--profile", profile);
@@ -270,12 +295,15 @@ export default function (pi: ExtensionAPI) {
       registered.add(c.name);
       pi.registerCommand(c.name, {
         description: c.description,
-        handler: async (args, ctx) => {
-          const task = c.taskPrefix + (args.trim() || c.defaultTask);
-          const r = await run(["delegate", "--profile", c.profile, "--title", c.profile, "--task", task,
-            "--main-session", ctx.sessionManager.getSessionId(), "--bridge", SELF, "--manual"], { cwd: ctx.cwd });
-          if (r.code !== 0) report(r.stderr.trim() || `facets delegate exited with status ${r.code}`);
-          else report(r.stdout.trim(), "info");
+        handler: async (args) => {
+          // The runtime binds, reuses or resumes this Main's Sub of the
+          // profile and wraps the task; nothing is added to Main's conversation.
+          try {
+            const out = await runFacets(["invoke", ...launchArgs(), "--profile", c.profile, ...(args.trim() ? ["--task", args.trim()] : [])]);
+            report(out.text, "info");
+          } catch (err) {
+            report((err as Error).message);
+          }
         },
       });
     }
