@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/facets-dev/facets/compiler"
@@ -177,7 +178,7 @@ func (rt *Runtime) Delegate(ctx context.Context, req DelegateRequest) (Delegatio
 	var cleanup *herdr.CleanupError
 	switch {
 	case errors.As(err, &cleanup):
-		run.Launching = false
+		run.Launching, run.LaunchPID = false, 0
 		run.LaunchError = err.Error()
 		run.Surface = &Surface{Adapter: "herdr", TabID: cleanup.Handle.TabID, PaneID: cleanup.Handle.PaneID, Agent: cleanup.Handle.Agent}
 		run.UpdatedAt = rt.now().UnixMilli()
@@ -193,7 +194,7 @@ func (rt *Runtime) Delegate(ctx context.Context, req DelegateRequest) (Delegatio
 		}
 		return Delegation{}, fmt.Errorf("delegate: %w", err)
 	}
-	run.Launching = false
+	run.Launching, run.LaunchPID = false, 0
 	run.Surface = &Surface{Adapter: "herdr", TabID: h.TabID, PaneID: h.PaneID, Agent: h.Agent}
 	run.UpdatedAt = rt.now().UnixMilli()
 	if err := rt.Store.SaveRun(run); err != nil {
@@ -303,7 +304,7 @@ func (rt *Runtime) reserve(req DelegateRequest, p compiler.Profile, title, task,
 		Version: RunVersion, RunID: m.RunID, MainSessionID: req.MainSessionID, Title: title, Cwd: cwd,
 		ProfileName: p.Name, Origin: m.Origin, SessionPersistence: p.Launch.SessionPersistence,
 		ChannelDir: ch.Dir(), CreatedAt: now, UpdatedAt: now, SubSessionID: resumeID,
-		Tools: p.Launch.Tools, Skills: p.Launch.Skills, Launching: true,
+		Tools: p.Launch.Tools, Skills: p.Launch.Skills, Launching: true, LaunchPID: os.Getpid(),
 	}
 	if req.Manual {
 		run.Purpose = p.Description
@@ -355,6 +356,15 @@ func channelExists(run *Run) bool {
 // channel watcher's to report.
 func (rt *Runtime) refresh(run *Run) {
 	if run.Launching {
+		if processAlive(run.LaunchPID) {
+			return
+		}
+		// The launching process died mid-launch: nobody will finish or roll
+		// back this run, so it becomes a retained run that close releases.
+		run.Launching, run.LaunchPID = false, 0
+		run.LaunchError = "The launching process exited before the launch finished; a Herdr tab may be left open."
+		run.UpdatedAt = rt.now().UnixMilli()
+		rt.Store.SaveRun(run)
 		return
 	}
 	changed := false
@@ -523,6 +533,9 @@ func (rt *Runtime) Close(ctx context.Context, mainSessionID, ref, reason string)
 	if err != nil {
 		return Closure{}, err
 	}
+	if run.Launching {
+		return Closure{}, fmt.Errorf("Sub '%s' is still launching; close it once the launch has finished.", run.Title)
+	}
 	ch, chErr := openChannel(run)
 	if chErr == nil {
 		defer ch.Close()
@@ -561,6 +574,16 @@ func (rt *Runtime) Close(ctx context.Context, mainSessionID, ref, reason string)
 		return Closure{}, err
 	}
 	return Closure{RunID: run.RunID, Title: run.Title, Retained: retained}, nil
+}
+
+// processAlive reports whether pid names a running process; EPERM means it
+// exists under another user.
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func findProfile(m *compiler.Manifest, name string) (compiler.Profile, error) {

@@ -425,3 +425,27 @@ func index(s []string, v string) int {
 	}
 	return -1
 }
+
+func TestAbandonedLaunchBecomesClosable(t *testing.T) {
+	f := newFixture(t)
+	store := f.runtime().Store
+	// A launch still running in another (live) process must not be closed
+	// under it.
+	live := &Run{Version: RunVersion, RunID: "live-launch", MainSessionID: mainID, Title: "live", ChannelDir: filepath.Join(f.dir, "none"), Launching: true, LaunchPID: os.Getpid()}
+	// A launcher that died: no process has a negative PID.
+	dead := &Run{Version: RunVersion, RunID: "dead-launch", MainSessionID: mainID, Title: "dead", ChannelDir: filepath.Join(f.dir, "none"), Launching: true, LaunchPID: -1}
+	for _, r := range []*Run{live, dead} {
+		if err := store.SaveRun(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.runtime().Close(context.Background(), mainID, "live-launch", ""); err == nil || !strings.Contains(err.Error(), "still launching") {
+		t.Errorf("closing a live launch: %v", err)
+	}
+	if _, err := f.runtime().Close(context.Background(), mainID, "dead-launch", ""); err != nil {
+		t.Errorf("closing an abandoned launch: %v", err)
+	}
+	if got := f.openRuns(mainID); len(got) != 1 || got[0] != "live-launch" {
+		t.Errorf("open runs = %v", got)
+	}
+}

@@ -40,8 +40,10 @@ type Run struct {
 	Surface            *Surface `json:"surface,omitempty"`
 	Tools              []string `json:"tools,omitempty"`
 	Skills             []string `json:"skills,omitempty"`
-	// Launching marks a slot reserved before herdr.Launch returned.
+	// Launching marks a slot reserved before herdr.Launch returned, by the
+	// process LaunchPID; if that process dies the run becomes closable.
 	Launching bool `json:"launching,omitempty"`
+	LaunchPID int  `json:"launchPid,omitempty"`
 	// LaunchError is set when a launch failed and its rollback did too: the
 	// tab may still exist, so the run stays open until a close succeeds.
 	LaunchError string `json:"launchError,omitempty"`
