@@ -96,10 +96,16 @@ func (d Delegation) Text() string {
 type RetainedRunError struct {
 	RunID string
 	Err   error
+	// Persist is why the run record could not be saved, if it could not.
+	Persist error
 }
 
 func (e *RetainedRunError) Error() string {
-	return fmt.Sprintf("%v Sub run %s remains open. Use close_sub to retry.", e.Err, e.RunID)
+	persist := ""
+	if e.Persist != nil {
+		persist = fmt.Sprintf(" Recovery state could not be persisted: %v.", e.Persist)
+	}
+	return fmt.Sprintf("%v Sub run %s remains open.%s Use close_sub to retry.", e.Err, e.RunID, persist)
 }
 
 func (e *RetainedRunError) Unwrap() error { return e.Err }
@@ -182,10 +188,7 @@ func (rt *Runtime) Delegate(ctx context.Context, req DelegateRequest) (Delegatio
 		run.LaunchError = err.Error()
 		run.Surface = &Surface{Adapter: "herdr", TabID: cleanup.Handle.TabID, PaneID: cleanup.Handle.PaneID, Agent: cleanup.Handle.Agent}
 		run.UpdatedAt = rt.now().UnixMilli()
-		if serr := rt.Store.SaveRun(run); serr != nil {
-			err = fmt.Errorf("%w Recovery state could not be persisted: %v.", err, serr)
-		}
-		return Delegation{}, &RetainedRunError{RunID: run.RunID, Err: err}
+		return Delegation{}, &RetainedRunError{RunID: run.RunID, Err: err, Persist: rt.Store.SaveRun(run)}
 	case err != nil:
 		// The tab is gone (or never existed): release the slot and the channel.
 		rerr := errors.Join(ch.Remove(), rt.Store.DeleteRun(run.MainSessionID, run.RunID))
@@ -198,7 +201,7 @@ func (rt *Runtime) Delegate(ctx context.Context, req DelegateRequest) (Delegatio
 	run.Surface = &Surface{Adapter: "herdr", TabID: h.TabID, PaneID: h.PaneID, Agent: h.Agent}
 	run.UpdatedAt = rt.now().UnixMilli()
 	if err := rt.Store.SaveRun(run); err != nil {
-		return Delegation{}, &RetainedRunError{RunID: run.RunID, Err: fmt.Errorf("the Sub started but its run could not be saved: %w.", err)}
+		return Delegation{}, &RetainedRunError{RunID: run.RunID, Err: errors.New("The Sub started but its run could not be saved."), Persist: err}
 	}
 	d := delegation(run)
 	d.Action = "created"
