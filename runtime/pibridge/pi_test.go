@@ -766,3 +766,184 @@ func TestMainReceivesDeliveryWithRealPi(t *testing.T) {
 		t.Errorf("model got %d requests, want exactly 1 (one delivery, no duplicates)", n)
 	}
 }
+
+// fakeHerdr builds the repository's fake herdr and returns its directory
+// (to put first on PATH) and its state directory.
+func fakeHerdr(t *testing.T) (binDir, stateDir string) {
+	t.Helper()
+	binDir, stateDir = t.TempDir(), t.TempDir()
+	out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, "herdr"), "github.com/facets-dev/facets/herdr/fakeherdr").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build fake herdr: %v\n%s", err, out)
+	}
+	return binDir, stateDir
+}
+
+// herdrAgent is what the fake herdr recorded for one started agent.
+type herdrAgent struct {
+	Pane, Tab string
+	Cwd       string
+	Env       map[string]string
+	Args      []string
+	Prompts   []string
+}
+
+func readHerdrAgents(t *testing.T, stateDir string) []herdrAgent {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(stateDir, "state.json"))
+	if err != nil {
+		return nil
+	}
+	var st struct {
+		Tabs map[string]struct {
+			Env map[string]string `json:"env"`
+		} `json:"tabs"`
+		Panes map[string]struct {
+			TabID string `json:"tab_id"`
+			Cwd   string `json:"cwd"`
+			Agent *struct {
+				Args    []string `json:"args"`
+				Prompts []string `json:"prompts"`
+			} `json:"agent"`
+		} `json:"panes"`
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatalf("fake herdr state: %v", err)
+	}
+	var out []herdrAgent
+	for id, p := range st.Panes {
+		if p.Agent != nil {
+			out = append(out, herdrAgent{Pane: id, Tab: p.TabID, Cwd: p.Cwd, Env: st.Tabs[p.TabID].Env, Args: p.Agent.Args, Prompts: p.Agent.Prompts})
+		}
+	}
+	return out
+}
+
+// TestDelegateTalkCloseWithRealPi is the whole flow with two real Pis: a
+// Main started with --profile whose model calls delegate; the runtime
+// launches the Sub through the fake herdr, and the test plays Herdr's pane
+// by starting real Pi with exactly the argv, environment and prompt the
+// fake recorded; the Sub's model calls talk; the Main receives it as one
+// user message with the delivery header and its model calls close_sub,
+// which closes the tab and makes the Sub shut itself down.
+func TestDelegateTalkCloseWithRealPi(t *testing.T) {
+	const task = "COUNT_TASK: count the files"
+	var runIDs sync.Map
+	mock := startMock(t, func(n int, req chatRequest) reply {
+		last := req.last()
+		text := last.text()
+		if strings.Contains(req.system(), "<facets_sub_protocol>") {
+			if last.Role == "user" && strings.Contains(text, "COUNT_TASK") {
+				return reply{Tool: "talk", Args: map[string]any{"message": "count is 3"}}
+			}
+			return reply{Text: "sub: nothing to do"}
+		}
+		switch {
+		case last.Role == "user" && strings.HasPrefix(text, channel.DeliveryPrefix):
+			r, _, err := channel.ParseDeliveryHeader(text)
+			if err != nil {
+				return reply{Text: "bad header: " + err.Error()}
+			}
+			runIDs.Store("run", r.RunID)
+			return reply{Tool: "close_sub", Args: map[string]any{"runId": r.RunID}}
+		case last.Role == "user":
+			return reply{Tool: "delegate", Args: map[string]any{"title": "Count", "task": task, "profile": "worker"}}
+		case last.Role == "tool" && strings.Contains(text, "Closed Sub: Count"):
+			return reply{Text: "all done"}
+		}
+		return reply{Text: "main: unexpected " + last.Role + ": " + text}
+	})
+	e := newPiEnv(t, mock)
+	e.profile("orchestrator", map[string]any{"description": "Delegates work", "model": "mock/mock-model",
+		"tools": []string{"read", "delegate", "talk", "close_sub", "list_sub"}, "invocation": "manual"})
+	e.profile("worker", map[string]any{"description": "Counts things", "model": "mock/mock-model",
+		"tools": []string{"read", "grep"}, "instructions": "Count precisely."})
+	herdrBin, herdrState := fakeHerdr(t)
+	herdrEnv := []string{"PATH=" + herdrBin + string(os.PathListSeparator) + filepath.Dir(e.inst.node) + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"FAKEHERDR_STATE=" + herdrState, "HERDR_ENV=1", "HERDR_WORKSPACE_ID=w1"}
+
+	start := time.Now()
+	main := e.startRPC(herdrEnv, "--no-extensions", "-e", e.bridge, "--profile", "orchestrator", "--session-id", "facets-main-e2e")
+	main.send(map[string]any{"id": "p1", "type": "prompt", "message": "please delegate the count"})
+	if r := main.response("p1"); r["success"] != true {
+		t.Fatalf("prompt: %v", r)
+	}
+	var agent herdrAgent
+	main.waitFor("the runtime to start and prompt the Sub in the fake herdr", 60*time.Second, func([]map[string]any) bool {
+		for _, a := range readHerdrAgents(t, herdrState) {
+			if len(a.Prompts) > 0 {
+				agent = a
+				return true
+			}
+		}
+		return false
+	})
+	if agent.Prompts[0] != task {
+		t.Fatalf("herdr prompt = %q, want the task %q", agent.Prompts[0], task)
+	}
+	if agent.Env["PI_FACETS_ROLE"] != "sub" || agent.Env["PI_FACETS_CHANNEL"] == "" || agent.Env["PI_FACETS_TOKEN_FILE"] == "" {
+		t.Fatalf("Sub tab env = %v", agent.Env)
+	}
+	var subEnv []string
+	for k, v := range agent.Env {
+		subEnv = append(subEnv, k+"="+v)
+	}
+	sub := e.startRPC(subEnv, agent.Args...)
+	sub.send(map[string]any{"id": "s1", "type": "prompt", "message": agent.Prompts[0]})
+
+	main.waitFor("the Main's model to close the Sub", 60*time.Second, func([]map[string]any) bool {
+		for _, r := range mock.Requests() {
+			if l := r.last(); l.Role == "tool" && strings.Contains(l.text(), "Closed Sub: Count") {
+				return true
+			}
+		}
+		return false
+	})
+	sub.waitFor("the Sub to shut down after close_sub", 30*time.Second, func([]map[string]any) bool {
+		select {
+		case <-sub.done:
+			return true
+		default:
+			return false
+		}
+	})
+	t.Logf("delegate → talk → delivery → close_sub took %v", time.Since(start))
+
+	run, _ := runIDs.Load("run")
+	runID, _ := run.(string)
+	var subReq, deliveryReq *chatRequest
+	for _, r := range mock.Requests() {
+		r := r
+		if strings.Contains(r.system(), "<facets_sub_protocol>") && subReq == nil {
+			subReq = &r
+		}
+		if l := r.last(); l.Role == "user" && strings.HasPrefix(l.text(), channel.DeliveryPrefix) {
+			if deliveryReq != nil {
+				t.Errorf("the Main got the delivery twice")
+			}
+			deliveryReq = &r
+		}
+	}
+	if subReq == nil || deliveryReq == nil {
+		t.Fatalf("missing Sub request (%v) or Main delivery request (%v)", subReq != nil, deliveryReq != nil)
+	}
+	if got := strings.Join(subReq.toolNames(), ","); got != "read,grep,talk" {
+		t.Errorf("Sub tools sent to the model = %s, want exactly read,grep,talk", got)
+	}
+	if !strings.Contains(subReq.system(), "## Facets profile: worker\nCount precisely.") {
+		t.Errorf("Sub system prompt lacks the worker profile section")
+	}
+	wantBody := "[Facets Sub message]\nSub 'Count' (" + runID + ") says:\ncount is 3\n\nUse talk with runId '" + runID +
+		"' to respond, or close_sub when the delivery is accepted and no more work is needed."
+	if _, body, _ := channel.ParseDeliveryHeader(deliveryReq.last().text()); body != wantBody {
+		t.Errorf("delivery body = %q, want %q", body, wantBody)
+	}
+	if got := strings.Join(deliveryReq.toolNames(), ","); got != "read,delegate,talk,close_sub,list_sub" {
+		t.Errorf("Main tools sent to the model = %s, want exactly the orchestrator profile's", got)
+	}
+	for _, a := range readHerdrAgents(t, herdrState) {
+		if a.Pane == agent.Pane {
+			t.Errorf("the Sub's Herdr pane is still open after close_sub")
+		}
+	}
+}
