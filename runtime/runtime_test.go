@@ -57,6 +57,14 @@ func TestDelegateTalkTalkClose(t *testing.T) {
 	if fi, err := os.Stat(wantEnv["PI_FACETS_TOKEN_FILE"]); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("token file: %v %v", fi, err)
 	}
+	// The token is on no herdr command line and in no tab environment.
+	token := f.sub(d.RunID).Manifest().Token
+	for _, name := range []string{"calls.jsonl", "state.json"} {
+		data, err := os.ReadFile(filepath.Join(f.herdrDir, name))
+		if err != nil || strings.Contains(string(data), token) {
+			t.Errorf("%s holds the capability token (err %v)", name, err)
+		}
+	}
 
 	rt := f.runtime()
 	m1, err := rt.Talk(mainID, d.RunID[:8], "first")
@@ -447,5 +455,32 @@ func TestAbandonedLaunchBecomesClosable(t *testing.T) {
 	}
 	if got := f.openRuns(mainID); len(got) != 1 || got[0] != "live-launch" {
 		t.Errorf("open runs = %v", got)
+	}
+}
+
+func TestDelegateLoadsHerdrAgentStateAndResolvesCwd(t *testing.T) {
+	f := newFixture(t)
+	rt := f.runtime()
+	hook := filepath.Join(rt.AgentDir, "extensions", "herdr-agent-state.ts")
+	os.MkdirAll(filepath.Dir(hook), 0o700)
+	os.WriteFile(hook, []byte("export default () => {}\n"), 0o600)
+	d, err := rt.Delegate(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: mainID, Profile: "oracle", Title: "t", Task: "x", Cwd: ".."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := f.pane(d.RunID).Agent.Args
+	if diff := cmp.Diff([]string{"--no-extensions", "-e", testBridge, "-e", hook, "--no-session"}, args[:6]); diff != "" {
+		t.Errorf("args (-want +got):\n%s", diff)
+	}
+	run, _, _ := rt.Store.LoadRun(mainID, d.RunID)
+	if want := filepath.Dir(f.manifest.Cwd); run.Cwd != want {
+		t.Errorf("cwd = %s, want %s", run.Cwd, want)
+	}
+	_, err = rt.Delegate(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: mainID, Profile: "oracle", Title: "t", Task: "x", Cwd: "no-such-dir"})
+	if err == nil || !strings.Contains(err.Error(), "is not a directory") {
+		t.Errorf("bad cwd: %v", err)
+	}
+	if n := len(f.subTabs()); n != 1 {
+		t.Errorf("tabs = %d, want 1", n)
 	}
 }
