@@ -824,16 +824,21 @@ func readHerdrAgents(t *testing.T, stateDir string) []herdrAgent {
 // launches the Sub through the fake herdr, and the test plays Herdr's pane
 // by starting real Pi with exactly the argv, environment and prompt the
 // fake recorded; the Sub's model calls talk; the Main receives it as one
-// user message with the delivery header and its model calls close_sub,
-// which closes the tab and makes the Sub shut itself down.
+// user message with the delivery header and answers with talk, which the
+// Sub receives the same way; on the Sub's second message the Main's model
+// calls close_sub, which closes the tab and makes the Sub shut itself down.
 func TestDelegateTalkCloseWithRealPi(t *testing.T) {
 	const task = "COUNT_TASK: count the files"
+	const more = "MORE_TASK: and the directories?"
 	var runIDs sync.Map
 	mock := startMock(t, func(n int, req chatRequest) reply {
 		last := req.last()
 		text := last.text()
 		if strings.Contains(req.system(), "<facets_sub_protocol>") {
-			if last.Role == "user" && strings.Contains(text, "COUNT_TASK") {
+			switch {
+			case last.Role == "user" && strings.Contains(text, "MORE_TASK"):
+				return reply{Tool: "talk", Args: map[string]any{"message": "directories: 2"}}
+			case last.Role == "user" && strings.Contains(text, "COUNT_TASK"):
 				return reply{Tool: "talk", Args: map[string]any{"message": "count is 3"}}
 			}
 			return reply{Text: "sub: nothing to do"}
@@ -845,9 +850,14 @@ func TestDelegateTalkCloseWithRealPi(t *testing.T) {
 				return reply{Text: "bad header: " + err.Error()}
 			}
 			runIDs.Store("run", r.RunID)
+			if strings.Contains(text, "count is 3") {
+				return reply{Tool: "talk", Args: map[string]any{"runId": r.RunID[:8], "message": more}}
+			}
 			return reply{Tool: "close_sub", Args: map[string]any{"runId": r.RunID}}
 		case last.Role == "user":
 			return reply{Tool: "delegate", Args: map[string]any{"title": "Count", "task": task, "profile": "worker"}}
+		case last.Role == "tool" && strings.Contains(text, "Message queued for Sub: Count"):
+			return reply{Text: "waiting for the Sub"}
 		case last.Role == "tool" && strings.Contains(text, "Closed Sub: Count"):
 			return reply{Text: "all done"}
 		}
@@ -911,21 +921,38 @@ func TestDelegateTalkCloseWithRealPi(t *testing.T) {
 
 	run, _ := runIDs.Load("run")
 	runID, _ := run.(string)
-	var subReq, deliveryReq *chatRequest
+	var subReq, subDelivery *chatRequest
+	var deliveries []chatRequest
+	seen := map[string]bool{}
 	for _, r := range mock.Requests() {
 		r := r
-		if strings.Contains(r.system(), "<facets_sub_protocol>") && subReq == nil {
-			subReq = &r
-		}
-		if l := r.last(); l.Role == "user" && strings.HasPrefix(l.text(), channel.DeliveryPrefix) {
-			if deliveryReq != nil {
-				t.Errorf("the Main got the delivery twice")
+		l := r.last()
+		if strings.Contains(r.system(), "<facets_sub_protocol>") {
+			if subReq == nil {
+				subReq = &r
 			}
-			deliveryReq = &r
+			if l.Role == "user" && strings.HasPrefix(l.text(), channel.DeliveryPrefix) {
+				subDelivery = &r
+			}
+			continue
+		}
+		if l.Role == "user" && strings.HasPrefix(l.text(), channel.DeliveryPrefix) {
+			if seen[l.text()] {
+				t.Errorf("the Main got a delivery twice: %q", l.text())
+			}
+			seen[l.text()] = true
+			deliveries = append(deliveries, r)
 		}
 	}
-	if subReq == nil || deliveryReq == nil {
-		t.Fatalf("missing Sub request (%v) or Main delivery request (%v)", subReq != nil, deliveryReq != nil)
+	if subReq == nil || subDelivery == nil || len(deliveries) != 2 {
+		t.Fatalf("want a Sub request, a Sub delivery request and 2 Main delivery requests; got %v, %v, %d", subReq != nil, subDelivery != nil, len(deliveries))
+	}
+	deliveryReq := &deliveries[0]
+	if _, body, _ := channel.ParseDeliveryHeader(subDelivery.last().text()); body != "[Facets Main message]\nMain says:\n"+more {
+		t.Errorf("Sub delivery body = %q", body)
+	}
+	if r, _, _ := channel.ParseDeliveryHeader(subDelivery.last().text()); r.Direction != channel.ToSub || r.RunID != runID {
+		t.Errorf("Sub delivery header = %+v, want to-sub for run %s", r, runID)
 	}
 	if got := strings.Join(subReq.toolNames(), ","); got != "read,grep,talk" {
 		t.Errorf("Sub tools sent to the model = %s, want exactly read,grep,talk", got)

@@ -281,8 +281,9 @@ export default function (pi: ExtensionAPI) {
         startError = (err as Error).message;
       }
     }
-    if (startError) report(`Cannot start agent: ${startError}`);
-    else startServe(ctx);
+    // Without a UI (print/json mode) the input handler reports it instead.
+    if (startError && ctx.hasUI) report(`Cannot start agent: ${startError}`);
+    if (!startError) startServe(ctx);
   });
 
   pi.on("resources_discover", async () => {
