@@ -100,6 +100,7 @@ type RetainedRunError struct {
 	Persist error
 }
 
+// Error renders the reference's delegate failure text with the run id.
 func (e *RetainedRunError) Error() string {
 	persist := ""
 	if e.Persist != nil {
@@ -108,6 +109,7 @@ func (e *RetainedRunError) Error() string {
 	return fmt.Sprintf("%v Sub run %s remains open.%s Use close_sub to retry.", e.Err, e.RunID, persist)
 }
 
+// Unwrap exposes the launch failure (a *herdr.CleanupError) to errors.As.
 func (e *RetainedRunError) Unwrap() error { return e.Err }
 
 // DelegateRequest asks for a new Sub, or for a persistent one to resume.
