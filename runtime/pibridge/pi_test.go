@@ -974,3 +974,79 @@ func TestDelegateTalkCloseWithRealPi(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandsWithRealPi checks the Main's commands in real Pi: /profiles
+// and one /sub:<profile> per profile, except where another extension
+// already owns the name, which is reported and left alone.
+func TestCommandsWithRealPi(t *testing.T) {
+	mock := startMock(t, func(n int, req chatRequest) reply { return reply{Text: "should not be called"} })
+	e := newPiEnv(t, mock)
+	e.profile("reviewer", map[string]any{"description": "Read-only code review", "tools": []string{"read"}})
+	e.profile("helper", map[string]any{"description": "General helper", "tools": []string{"read", "bash"}})
+	e.profile("review-mr", map[string]any{"description": "User-invoked MR review", "invocation": "manual", "tools": []string{"read"}})
+	other := filepath.Join(e.work, "other.ts")
+	writeFile(t, other, `export default function (pi: any) {
+  pi.registerCommand("sub:helper", { description: "someone else's", handler: async () => {} });
+}
+`)
+	pi := e.startRPC(nil, "--no-extensions", "-e", e.bridge, "-e", other, "--no-session")
+	pi.send(map[string]any{"id": "c1", "type": "get_commands"})
+	resp := pi.response("c1")
+	data, _ := resp["data"].(map[string]any)
+	cmds, _ := data["commands"].([]any)
+	owners := map[string][]string{}
+	for _, c := range cmds {
+		c, _ := c.(map[string]any)
+		name, _ := c["name"].(string)
+		info, _ := c["sourceInfo"].(map[string]any)
+		path, _ := info["path"].(string)
+		owners[name] = append(owners[name], path)
+	}
+	for _, name := range []string{"profiles", "sub:reviewer", "sub:review-mr"} {
+		if got := owners[name]; len(got) != 1 || got[0] != e.bridge {
+			t.Errorf("/%s owners = %v, want only the bridge %s", name, got, e.bridge)
+		}
+	}
+	if got := owners["sub:helper"]; len(got) != 1 || got[0] != other {
+		t.Errorf("/sub:helper owners = %v, want only the other extension (never overwritten)", got)
+	}
+	notified := func(text string) func([]map[string]any) bool {
+		return func(evs []map[string]any) bool {
+			for _, ev := range evs {
+				if ev["type"] == "extension_ui_request" && ev["method"] == "notify" && ev["message"] == text {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	pi.waitFor("the conflict warning", 10*time.Second, notified("Cannot register /sub:helper: another command already uses that name."))
+
+	pi.send(map[string]any{"id": "p1", "type": "prompt", "message": "/profiles"})
+	pi.response("p1")
+	pi.waitFor("the /profiles listing", 10*time.Second, notified(
+		"helper (global, both) — General helper\nreview-mr (global, manual) — User-invoked MR review\nreviewer (global, both) — Read-only code review"))
+	if n := len(mock.Requests()); n != 0 {
+		t.Errorf("commands made %d model requests, want 0", n)
+	}
+}
+
+// TestUnknownProfileBlocksInput checks that a bad --profile stops the run
+// with the compiler's answer instead of silently running unprofiled.
+func TestUnknownProfileBlocksInput(t *testing.T) {
+	mock := startMock(t, func(n int, req chatRequest) reply { return reply{Text: "should not be called"} })
+	e := newPiEnv(t, mock)
+	e.profile("helper", map[string]any{"tools": []string{"read"}})
+	e.profile("broken", map[string]any{"tools": []string{"read", "no_such_tool"}})
+	_, stderr := e.run(nil, "--no-extensions", "-e", e.bridge, "--profile", "nope", "--no-session", "-p", "hello")
+	if want := "Cannot start agent: Unknown Facets profile 'nope'. Available: broken, helper."; !strings.Contains(stderr, want) {
+		t.Errorf("stderr = %q, want %q", stderr, want)
+	}
+	_, stderr = e.run(nil, "--no-extensions", "-e", e.bridge, "--profile", "broken", "--no-session", "-p", "hello")
+	if want := "Cannot start agent: Profile 'broken' references unknown tools: no_such_tool."; !strings.Contains(stderr, want) {
+		t.Errorf("stderr = %q, want %q", stderr, want)
+	}
+	if n := len(mock.Requests()); n != 0 {
+		t.Errorf("a blocked start made %d model requests, want 0", n)
+	}
+}
