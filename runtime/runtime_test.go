@@ -484,3 +484,25 @@ func TestDelegateLoadsHerdrAgentStateAndResolvesCwd(t *testing.T) {
 		t.Errorf("tabs = %d, want 1", n)
 	}
 }
+
+func TestFailedCloseKeepsRunAndChannel(t *testing.T) {
+	f := newFixture(t)
+	d := f.delegate(mainID, "oracle", "Advise")
+	f.control(fakeControl{Fail: map[string]fakeFailure{"tab close": {Code: "internal", Message: "no"}}})
+	if _, err := f.runtime().Close(context.Background(), mainID, d.RunID, ""); err == nil || !strings.Contains(err.Error(), "stays open") {
+		t.Fatalf("close = %v", err)
+	}
+	sub := f.sub(d.RunID)
+	if _, ok, err := sub.Closed(); err != nil || ok {
+		t.Errorf("closed.json written after a failed close: %v %v", ok, err)
+	}
+	if got := f.openRuns(mainID); len(got) != 1 {
+		t.Errorf("open runs = %v", got)
+	}
+	if _, err := f.runtime().Talk(mainID, d.RunID, "still there?"); err != nil {
+		t.Errorf("talk after failed close: %v", err)
+	}
+	if n := len(f.subTabs()); n != 1 {
+		t.Errorf("tabs = %d", n)
+	}
+}
