@@ -382,7 +382,7 @@ func TestRoleExample(t *testing.T) {
 	roles, diags, sources := compileRoles(schema, RoleInput{
 		Packs:    []string{filepath.Join(root, "rolepack", "roles")},
 		AgentDir: filepath.Join(root, "agent"),
-		Cwd:      filepath.Join(root, "project"),
+		Cwd:      filepath.Join(root, "project", "service"),
 		Trusted:  true,
 	})
 	if len(diags) != 0 {

@@ -1,9 +1,11 @@
 package cue
 
 import (
+	"bytes"
 	stdjson "encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,10 +70,11 @@ func (r *Result) Decode(x any) error {
 
 // ValidateJSON validates a JSON document (such as a profile config.json)
 // against definition d. file is used in positions.
-func (s *Schema) ValidateJSON(d Definition, file string, src []byte) *Result {
+func (s *Schema) ValidateJSON(d Definition, file string, src []byte) (res *Result) {
 	if f, ok := checkUTF8(file, src, 1); !ok {
 		return &Result{Findings: []Finding{f}}
 	}
+	defer recoverFinding(file, &res)
 	expr, err := cuejson.Extract(file, src)
 	if err != nil {
 		return &Result{Findings: []Finding{jsonSyntaxFinding(file, src, err)}}
@@ -88,10 +91,23 @@ func (s *Schema) ValidateJSON(d Definition, file string, src []byte) *Result {
 // ValidateFrontmatter validates YAML frontmatter taken from a Markdown file
 // against definition d. startLine is the 1-based line of the file on which
 // the YAML text begins, so positions point into the Markdown file.
-func (s *Schema) ValidateFrontmatter(d Definition, file string, yaml []byte, startLine int) *Result {
+func (s *Schema) ValidateFrontmatter(d Definition, file string, yaml []byte, startLine int) (res *Result) {
 	if f, ok := checkUTF8(file, yaml, startLine); !ok {
 		return &Result{Findings: []Finding{f}}
 	}
+	// cuelang.org/go v0.17.1's YAML decoder panics on a lone carriage
+	// return (one followed by anything but a line feed; at the end of the
+	// block the file's own line feed follows).
+	for i, b := range yaml {
+		if b != '\r' || i+1 == len(yaml) || yaml[i+1] == '\n' {
+			continue
+		}
+		line := startLine + bytes.Count(yaml[:i], []byte("\n"))
+		col := i - bytes.LastIndexByte(yaml[:i], '\n')
+		return &Result{Findings: []Finding{{File: file, Line: line, Column: col, Code: CodeSyntax,
+			Message: "frontmatter contains a lone carriage return", Hint: "save the file with LF line endings"}}}
+	}
+	defer recoverFinding(file, &res)
 	if startLine < 1 {
 		startLine = 1
 	}
@@ -187,9 +203,15 @@ func (s *Schema) validate(d Definition, file string, lit *ast.StructLit, data cu
 	err := unified.Validate(cuelang.Concrete(true))
 	seen := map[string]bool{}
 	for _, e := range cueerrors.Errors(err) {
-		path := e.Path()
+		path := slices.Clone(e.Path())
 		if len(path) > 0 && strings.HasPrefix(path[0], "#") {
 			path = path[1:]
+		}
+		for i, p := range path {
+			// CUE quotes labels that are not identifiers, such as "auto-exit".
+			if u, err := strconv.Unquote(p); err == nil && strings.HasPrefix(p, `"`) {
+				path[i] = u
+			}
 		}
 		if len(path) == 0 {
 			continue // document-level closedness or requiredness, reported above
@@ -279,11 +301,35 @@ func syntaxFinding(file string, err error, hint string) Finding {
 		}
 		format, args := errs[0].Msg()
 		f.Message = fmt.Sprintf(format, args...)
-	} else {
+	}
+	if strings.TrimSpace(f.Message) == "" || strings.Contains(f.Message, "%!") {
 		f.Message = err.Error()
+	}
+	// The YAML decoder reports "file:LINE: message" as plain text without a
+	// position; recover both from the text.
+	if m := locatedMessage.FindStringSubmatch(f.Message); m != nil && m[1] == file {
+		if line, err := strconv.Atoi(m[2]); err == nil && line > 0 {
+			f.Line, f.Column = line, 1
+			if col, err := strconv.Atoi(m[3]); err == nil && col > 0 {
+				f.Column = col
+			}
+		}
+		f.Message = m[4]
 	}
 	f.Message = strings.TrimPrefix(f.Message, file+": ")
 	return f
+}
+
+var locatedMessage = regexp.MustCompile(`^(.*?):(\d+):(?:(\d+):)? (.*)$`)
+
+// recoverFinding turns a panic inside the CUE evaluator into a finding, so
+// one pathological file is reported instead of crashing the whole check.
+func recoverFinding(file string, res **Result) {
+	if r := recover(); r != nil {
+		*res = &Result{Findings: []Finding{{File: file, Line: 1, Column: 1, Code: CodeSyntax,
+			Message: fmt.Sprintf("the validator failed on this file: %v", r),
+			Hint:    "simplify the file; please report this input as a facets bug"}}}
+	}
 }
 
 // jsonSyntaxFinding prefers encoding/json's description of a syntax error,
