@@ -1,0 +1,67 @@
+package compiler
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/profiles"
+)
+
+// TestExampleManifestGolden compiles the README's example tree and compares
+// the whole manifest with testdata/golden/example.manifest.json, where the
+// example's absolute path is written as $EXAMPLE. The compiled manifest must
+// also satisfy the #Manifest schema.
+func TestExampleManifestGolden(t *testing.T) {
+	example, err := filepath.Abs("../testdata/example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err = filepath.EvalSymlinks(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := cue.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := profiles.NewEnv(func(string) string { return filepath.Join(example, "agent") },
+		filepath.Join(example, "home"), filepath.Join(example, "project", "service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusted := true
+	m, ds, err := Compile(schema, Options{Env: env, TrustFlag: &trusted,
+		RolePacks: []string{filepath.Join(example, "rolepack", "roles")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 0 {
+		t.Errorf("the example must compile cleanly, got %v", ds)
+	}
+	b, err := m.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := schema.ValidateJSON(cue.Manifest, "manifest.json", b); !res.OK() {
+		t.Errorf("manifest violates #Manifest: %+v", res.Findings)
+	}
+	got := strings.ReplaceAll(string(b), example, "$EXAMPLE")
+	const golden = "../testdata/golden/example.manifest.json"
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("example manifest changed; run go test ./compiler -update if intended (-want +got):\n%s", diff)
+	}
+}
