@@ -316,6 +316,12 @@ func (s *server) turn(start bool) {
 
 // scan runs on the watcher goroutine for each channel that needs a look.
 func (s *server) scan(c *channel.Channel) {
+	// The runtime removes a closed run's channel once its messages are
+	// delivered; that is the normal end of a run, not a problem to report.
+	// Discovery drops it from the set.
+	if _, err := os.Stat(c.Dir()); errors.Is(err, os.ErrNotExist) {
+		return
+	}
 	if s.opts.Role == "sub" {
 		s.subControls(c)
 	}

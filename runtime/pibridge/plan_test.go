@@ -1,0 +1,118 @@
+package pibridge
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/facets-dev/facets/compiler"
+)
+
+func profile(name, scope, desc string, agent bool, l compiler.Launch) compiler.Profile {
+	if l.SessionPersistence == "" {
+		l.SessionPersistence = "ephemeral"
+	}
+	if l.Invocation == "" {
+		l.Invocation = "both"
+	}
+	return compiler.Profile{Name: name, Scope: scope, Description: desc, AgentInvokable: agent, Launch: l}
+}
+
+func TestMainPlanWithProfile(t *testing.T) {
+	m := &compiler.Manifest{
+		Profiles: []compiler.Profile{
+			profile("helper", "global", "General helper", true, compiler.Launch{Tools: []string{"read"}}),
+			profile("review", "project", "", false, compiler.Launch{Tools: []string{"read"}, Invocation: "manual", SessionPersistence: "persistent"}),
+			profile("reviewer", "project", "Reviews", true, compiler.Launch{Model: "anthropic/claude", ThinkingLevel: "high",
+				Tools: []string{"read", "mcp__docs__search", "grep", "read", "list_mcp_resources"}, Skills: []string{"/s/a/SKILL.md"},
+				Instructions: "Review only.", SessionPersistence: "persistent"}),
+		},
+		Main: []compiler.MainSection{{Path: "/g/MAIN.md", Content: "global rule\n"}, {Path: "/p/MAIN.md", Content: "  \n"}, {Path: "/p/.pi/facets/MAIN.md", Content: "near rule"}},
+	}
+	got := MainPlan(m, nil, "reviewer")
+	want := Plan{
+		Role: "main",
+		Sections: map[string]string{
+			SectionProfiles: "## Available Facets delegation profiles\n- helper [global, ephemeral]: General helper\n- reviewer [project, persistent]: Reviews\n" +
+				"Use the exact profile name as delegate.profile. Project profiles override same-named global profiles.",
+			SectionMain:    "## Facets Main context: /g/MAIN.md\n\nglobal rule\n\n## Facets Main context: /p/.pi/facets/MAIN.md\n\nnear rule",
+			SectionProfile: "## Active Facets profile: reviewer\nReview only.",
+		},
+		Profile: &ActiveProfile{Name: "reviewer", Provider: "anthropic", ModelID: "claude", ThinkingLevel: "high",
+			Tools: []string{"read", "grep"}, Skills: []string{"/s/a/SKILL.md"}},
+		Commands: []Command{
+			{Name: "sub:helper", Profile: "helper", Description: "Manually invoke profile helper; reuse its Sub in this Main session"},
+			{Name: "sub:review", Profile: "review", Description: "Manually invoke profile review; reuse its Sub in this Main session"},
+			{Name: "sub:reviewer", Profile: "reviewer", Description: "Manually invoke profile reviewer; reuse its Sub in this Main session"},
+		},
+		Profiles: Notice{Level: "info", Text: "helper (global, both) — General helper\nreview (project, manual)\nreviewer (project, both) — Reviews"},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("MainPlan (-want +got):\n%s", d)
+	}
+}
+
+func TestMainPlanErrors(t *testing.T) {
+	m := &compiler.Manifest{Profiles: []compiler.Profile{
+		profile("bad-model", "global", "", true, compiler.Launch{Model: "claude", Tools: []string{"read"}}),
+		profile("ok", "global", "", true, compiler.Launch{Tools: []string{"read"}}),
+	}}
+	ds := []compiler.Diagnostic{{Severity: compiler.Error, File: "/g/broken/config.json", Message: "tools must be a non-empty string array"}}
+	for _, tc := range []struct{ name, want string }{
+		{"nope", "Unknown Facets profile 'nope'. Available: bad-model, ok. Invalid profiles: /g/broken/config.json: tools must be a non-empty string array"},
+		{"bad-model", "Profile 'bad-model' model must use provider/model format."},
+	} {
+		p := MainPlan(m, ds, tc.name)
+		if p.Error != tc.want || p.Profile != nil {
+			t.Errorf("MainPlan(%s).Error = %q (profile %v), want %q", tc.name, p.Error, p.Profile, tc.want)
+		}
+	}
+	p := MainPlan(&compiler.Manifest{}, ds, "")
+	if want := "No Facets profiles configured.\n\nInvalid profiles:\n/g/broken/config.json: tools must be a non-empty string array"; p.Profiles.Text != want || p.Profiles.Level != "warning" {
+		t.Errorf("/profiles = %+v, want warning %q", p.Profiles, want)
+	}
+	if want := "## Available Facets delegation profiles\nNo agent-invokable profiles are configured. Do not call delegate until the user configures one."; p.Sections[SectionProfiles] != want {
+		t.Errorf("empty catalog = %q", p.Sections[SectionProfiles])
+	}
+	if p.Sections[SectionProfile] != "" || p.Sections[SectionMain] != "" {
+		t.Errorf("sections without a profile or MAIN.md must be empty (deleted): %q", p.Sections)
+	}
+}
+
+func TestCatalogLimit(t *testing.T) {
+	var ps []compiler.Profile
+	desc := strings.Repeat("d", 900)
+	for i := range 40 {
+		ps = append(ps, profile(fmt.Sprintf("p%02d", i), "global", desc, true, compiler.Launch{Tools: []string{"read"}}))
+	}
+	c := catalog(ps)
+	if len(c) > catalogLimit+64 {
+		t.Errorf("catalog is %d bytes, want about %d at most", len(c), catalogLimit)
+	}
+	shown := strings.Count(c, "\n- p")
+	if want := fmt.Sprintf("- (%d additional profiles omitted from context)", 40-shown); !strings.Contains(c, want) {
+		t.Errorf("catalog lacks %q", want)
+	}
+	if !strings.HasSuffix(c, "Project profiles override same-named global profiles.") {
+		t.Errorf("catalog lost its footer")
+	}
+}
+
+func TestSubPlan(t *testing.T) {
+	raw := json.RawMessage(`{"version":1,"name":"worker","tools":["read","mcp__x__y","bash"],"instructions":"Be brief.",
+		"source":"global","sourcePath":"/p","resolvedSkills":["/s/SKILL.md"],"resolvedExtensions":[]}`)
+	got := SubPlan(raw)
+	want := Plan{Role: "sub",
+		Sections: map[string]string{SectionSubProtocol: SubProtocol, SectionProfile: "## Facets profile: worker\nBe brief."},
+		Profile:  &ActiveProfile{Name: "worker", Tools: []string{"read", "bash", "talk"}, Skills: []string{"/s/SKILL.md"}},
+		Profiles: Notice{Text: "This is a Facets Sub; profiles are chosen by its Main.", Level: "info"}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("SubPlan (-want +got):\n%s", d)
+	}
+	if p := SubPlan(json.RawMessage(`null`)); p.Error == "" || p.Profile != nil {
+		t.Errorf("SubPlan(null) = %+v, want an error", p)
+	}
+}

@@ -1,0 +1,271 @@
+package pibridge
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/facets-dev/facets/runtime/channel"
+)
+
+// bridge drives Serve the way the extension does: JSON lines both ways.
+type bridge struct {
+	t    *testing.T
+	in   *io.PipeWriter
+	evs  chan event
+	done chan error
+}
+
+func startServe(t *testing.T, opts ServeOptions) *bridge {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	b := &bridge{t: t, in: inW, evs: make(chan event, 64), done: make(chan error, 1)}
+	go func() {
+		b.done <- Serve(context.Background(), inR, outW, opts)
+		outW.Close()
+	}()
+	go func() {
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			var e event
+			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+				t.Errorf("bad event %q: %v", sc.Text(), err)
+				continue
+			}
+			b.evs <- e
+		}
+		close(b.evs)
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		select {
+		case err := <-b.done:
+			if err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("Serve did not return after stdin closed")
+		}
+	})
+	return b
+}
+
+func (b *bridge) send(req request) {
+	b.t.Helper()
+	data, _ := json.Marshal(req)
+	if _, err := b.in.Write(append(data, '\n')); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+func (b *bridge) next(typ string) event {
+	b.t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case e, ok := <-b.evs:
+			if !ok {
+				b.t.Fatalf("Serve ended while waiting for %s", typ)
+			}
+			if e.Type == typ {
+				return e
+			}
+			if e.Type == "problem" {
+				b.t.Errorf("problem: %s", e.Error)
+			}
+		case <-timeout:
+			b.t.Fatalf("no %s event within 10s", typ)
+		}
+	}
+}
+
+func (b *bridge) quiet(d time.Duration) {
+	b.t.Helper()
+	select {
+	case e := <-b.evs:
+		b.t.Errorf("unexpected event %+v", e)
+	case <-time.After(d):
+	}
+}
+
+func newChannel(t *testing.T, root, mainSession string) *channel.Channel {
+	t.Helper()
+	ch, err := channel.Create(root, channel.Manifest{MainSessionID: mainSession, Title: "T", Task: "task", Cwd: "/",
+		Profile: json.RawMessage(`{"version":1,"name":"w","tools":["read"],"source":"global","sourcePath":"/p","resolvedSkills":[],"resolvedExtensions":[]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ch.Close() })
+	return ch
+}
+
+// privateRoot is a channel root the channel package accepts: it refuses
+// roots other users could enter.
+func privateRoot(t *testing.T) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "rt")
+	if err := os.Mkdir(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func waitEmpty(t *testing.T, ch *channel.Channel, d channel.Direction) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		msgs, _, err := ch.Pending(d)
+		if err == nil && len(msgs) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s inbox not emptied: %v %v", d, msgs, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestServeSub(t *testing.T) {
+	ch := newChannel(t, privateRoot(t), "main-1")
+	m, err := ch.Send(channel.ToSub, "hello sub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := startServe(t, ServeOptions{Role: "sub", ChannelDir: ch.Dir(), Token: ch.Manifest().Token})
+	b.quiet(100 * time.Millisecond) // nothing is delivered before ready
+	b.send(request{Op: "ready"})
+	d := b.next("delivery")
+	if want := channel.FormatDeliveryHeader(m.Receipt()) + "[Facets Main message]\nMain says:\nhello sub"; d.Text != want {
+		t.Errorf("delivery = %q, want %q", d.Text, want)
+	}
+	b.send(request{Op: "scan"})
+	b.quiet(200 * time.Millisecond) // in flight: not offered twice
+	b.send(request{Op: "receipt", Text: d.Text})
+	waitEmpty(t, ch, channel.ToSub)
+
+	b.send(request{Op: "send", ID: 7, Text: "done"})
+	r := b.next("result")
+	if r.ID != 7 || r.Error != "" || r.MessageID == "" {
+		t.Fatalf("send result = %+v", r)
+	}
+	if msgs, _, _ := ch.Pending(channel.ToMain); len(msgs) != 1 || msgs[0].Text != "done" || msgs[0].ID != r.MessageID {
+		t.Errorf("to-main = %+v", msgs)
+	}
+
+	b.send(request{Op: "turn-start"})
+	var turn channel.Turn
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		t2, ok, _ := ch.ActiveTurn()
+		if ok {
+			turn = t2
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("turn-start wrote no active-turn.json")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := ch.RequestInterrupt(channel.Turn{TurnID: "stale"}); err != nil {
+		t.Fatal(err)
+	}
+	b.quiet(300 * time.Millisecond) // an interrupt for another turn is dropped
+	if err := ch.RequestInterrupt(turn); err != nil {
+		t.Fatal(err)
+	}
+	b.next("interrupt")
+	b.send(request{Op: "turn-end"})
+	if err := ch.RequestClose("done with you"); err != nil {
+		t.Fatal(err)
+	}
+	if c := b.next("close"); c.Reason != "done with you" {
+		t.Errorf("close reason = %q", c.Reason)
+	}
+	b.send(request{Op: "quit"})
+	b.send(request{Op: "scan"})
+	time.Sleep(100 * time.Millisecond)
+	if _, closed, _ := ch.Closed(); closed {
+		t.Errorf("a Sub closed by close_sub must not also report a manual close")
+	}
+	if _, ok, _ := ch.ActiveTurn(); ok {
+		t.Errorf("turn-end left active-turn.json")
+	}
+}
+
+func TestServeSubManualQuit(t *testing.T) {
+	ch := newChannel(t, privateRoot(t), "main-1")
+	b := startServe(t, ServeOptions{Role: "sub", ChannelDir: ch.Dir(), Token: ch.Manifest().Token})
+	b.send(request{Op: "session", SessionID: "s-1", File: "/sessions/s-1.jsonl"})
+	b.send(request{Op: "quit"})
+	b.in.Close()
+	<-b.done
+	b.done <- nil
+	if c, ok, _ := ch.Closed(); !ok || c.Reason != "The Sub session was closed manually." {
+		t.Errorf("closed.json = %+v %v", c, ok)
+	}
+	if s, ok, _ := ch.Session(); !ok || s.SessionID != "s-1" || s.SessionFile != "/sessions/s-1.jsonl" {
+		t.Errorf("session.json = %+v %v", s, ok)
+	}
+}
+
+func TestServeSubBadToken(t *testing.T) {
+	ch := newChannel(t, privateRoot(t), "main-1")
+	err := Serve(context.Background(), eofReader{}, io.Discard, ServeOptions{Role: "sub", ChannelDir: ch.Dir(), Token: "00"})
+	if err == nil {
+		t.Fatal("Serve accepted a wrong token")
+	}
+}
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+func TestServeMain(t *testing.T) {
+	root := privateRoot(t)
+	ch := newChannel(t, root, "main/1") // the session id is made path-safe
+	m, err := ch.Send(channel.ToMain, "result")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newChannel(t, root, "other-main") // another Main's run is never read
+	b := startServe(t, ServeOptions{Role: "main", Root: root, MainSession: "main/1", Discover: 50 * time.Millisecond})
+	b.send(request{Op: "ready"})
+	d := b.next("delivery")
+	want := channel.FormatDeliveryHeader(m.Receipt()) + "[Facets Sub message]\nSub 'T' (" + m.RunID + ") says:\nresult\n\n" +
+		"Use talk with runId '" + m.RunID + "' to respond, or close_sub when the delivery is accepted and no more work is needed."
+	if d.Text != want {
+		t.Errorf("delivery = %q, want %q", d.Text, want)
+	}
+	// Pi settled without recording it (a withdrawn follow-up): offer it again.
+	b.send(request{Op: "settled"})
+	if again := b.next("delivery"); again.Text != want {
+		t.Errorf("redelivery = %q", again.Text)
+	}
+	b.send(request{Op: "receipt", Text: "[Facets delivery v1] not json\n\nx"}) // ignored
+	b.send(request{Op: "receipt", Text: d.Text})
+	waitEmpty(t, ch, channel.ToMain)
+
+	// A run created later is found; a closed run's final message says so.
+	late := newChannel(t, root, "main/1")
+	if err := late.MarkClosed("bye"); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := late.Send(channel.ToMain, "final")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2 := b.next("delivery")
+	if want := channel.FormatDeliveryHeader(m2.Receipt()) + "[Facets Sub message]\nSub 'T' (" + m2.RunID + ") says:\nfinal\n\nThis Sub has already closed; this is a retained final delivery."; d2.Text != want {
+		t.Errorf("closed delivery = %q, want %q", d2.Text, want)
+	}
+	// A removed channel is dropped without problems.
+	if err := os.RemoveAll(filepath.Dir(late.Dir()) + "/" + filepath.Base(late.Dir())); err != nil {
+		t.Fatal(err)
+	}
+	b.quiet(300 * time.Millisecond)
+}
