@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/facets-dev/facets/runtime/pibridge"
+)
+
+func runPiCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestPiExtensionPathAndInstall(t *testing.T) {
+	agent := t.TempDir()
+	t.Setenv("PI_CODING_AGENT_DIR", agent)
+	want := filepath.Join(agent, "extensions", "facets", "index.ts")
+	if code, out, errs := runPiCLI(t, "pi-extension", "--path"); code != 0 || out != want+"\n" {
+		t.Fatalf("--path = %d %q %q, want %q", code, out, errs, want)
+	}
+	if _, err := os.Stat(want); err == nil {
+		t.Fatalf("--path wrote the extension")
+	}
+	code, out, errs := runPiCLI(t, "pi-extension", "install")
+	if code != 0 || out != want+"\n" {
+		t.Fatalf("install = %d %q %q", code, out, errs)
+	}
+	got, err := os.ReadFile(want)
+	if err != nil || !bytes.Equal(got, pibridge.Source()) {
+		t.Fatalf("installed extension differs from the embedded one (%v)", err)
+	}
+	var cfg pibridge.Config
+	data, err := os.ReadFile(filepath.Join(agent, "extensions", "facets", pibridge.ConfigFile))
+	if err != nil || json.Unmarshal(data, &cfg) != nil || !filepath.IsAbs(cfg.FacetsBin) {
+		t.Fatalf("bridge config = %s (%v), want an absolute facetsBin", data, err)
+	}
+
+	dir := filepath.Join(t.TempDir(), "ext")
+	if code, out, _ := runPiCLI(t, "pi-extension", "install", "--dir", dir); code != 0 || out != filepath.Join(dir, "index.ts")+"\n" {
+		t.Fatalf("install --dir = %d %q", code, out)
+	}
+	if code, out, _ := runPiCLI(t, "pi-extension", "--path", "--dir", dir); code != 0 || out != filepath.Join(dir, "index.ts")+"\n" {
+		t.Fatalf("--path --dir = %d %q", code, out)
+	}
+}
+
+func TestPiExtensionPlan(t *testing.T) {
+	agent := t.TempDir()
+	t.Setenv("PI_CODING_AGENT_DIR", agent)
+	p := filepath.Join(agent, "facets", "profiles", "reviewer", "config.json")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(`{"version":1,"name":"reviewer","tools":["read"],"model":"mock/m","instructions":"Only read."}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runPiCLI(t, "pi-extension", "plan", "--role", "main", "-C", t.TempDir(), "--no-trust", "--profile", "reviewer")
+	if code != 0 {
+		t.Fatalf("plan = %d %s", code, errs)
+	}
+	var plan pibridge.Plan
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatal(err)
+	}
+	if plan.Error != "" || plan.Profile == nil || plan.Profile.ModelID != "m" || plan.Sections[pibridge.SectionProfile] != "## Active Facets profile: reviewer\nOnly read." {
+		t.Errorf("plan = %+v", plan)
+	}
+
+	t.Setenv("PI_FACETS_CHANNEL", "")
+	code, out, _ = runPiCLI(t, "pi-extension", "plan", "--role", "sub")
+	if code != 0 || !strings.Contains(out, `"error":"PI_FACETS_CHANNEL is missing in Sub Pi."`) {
+		t.Errorf("sub plan without a channel = %d %s", code, out)
+	}
+	if code, _, _ := runPiCLI(t, "pi-extension", "plan", "--role", "boss"); code != exitUsage {
+		t.Errorf("plan --role boss exit = %d, want %d", code, exitUsage)
+	}
+}
