@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -984,11 +985,15 @@ func TestCommandsWithRealPi(t *testing.T) {
 	e.profile("reviewer", map[string]any{"description": "Read-only code review", "tools": []string{"read"}})
 	e.profile("helper", map[string]any{"description": "General helper", "tools": []string{"read", "bash"}})
 	e.profile("review-mr", map[string]any{"description": "User-invoked MR review", "invocation": "manual", "tools": []string{"read"}})
+	// A role pack registered through the discovery event reaches the
+	// compiler: its broken role shows up in /profiles.
+	pack := filepath.Join(e.work, "pack")
+	writeFile(t, filepath.Join(pack, "bad.md"), "---\nname: bad\n---\nNo description.\n")
 	other := filepath.Join(e.work, "other.ts")
-	writeFile(t, other, `export default function (pi: any) {
-  pi.registerCommand("sub:helper", { description: "someone else's", handler: async () => {} });
-}
-`)
+	writeFile(t, other, "export default function (pi: any) {\n"+
+		"  pi.registerCommand(\"sub:helper\", { description: \"someone else's\", handler: async () => {} });\n"+
+		"  const off = pi.events.on(\"pi-herdr-subagents:roles:discover:v1\", (req: any) => { if (req.apiVersion === 1) req.register("+strconv.Quote(pack)+"); });\n"+
+		"  pi.on(\"session_shutdown\", off);\n}\n")
 	pi := e.startRPC(nil, "--no-extensions", "-e", e.bridge, "-e", other, "--no-session")
 	pi.send(map[string]any{"id": "c1", "type": "get_commands"})
 	resp := pi.response("c1")
@@ -1024,8 +1029,17 @@ func TestCommandsWithRealPi(t *testing.T) {
 
 	pi.send(map[string]any{"id": "p1", "type": "prompt", "message": "/profiles"})
 	pi.response("p1")
-	pi.waitFor("the /profiles listing", 10*time.Second, notified(
-		"helper (global, both) — General helper\nreview-mr (global, manual) — User-invoked MR review\nreviewer (global, both) — Read-only code review"))
+	pi.waitFor("the /profiles listing with the role pack's diagnostic", 10*time.Second, func(evs []map[string]any) bool {
+		for _, ev := range evs {
+			msg, _ := ev["message"].(string)
+			if ev["method"] == "notify" && ev["notifyType"] == "warning" && strings.HasPrefix(msg,
+				"helper (global, both) — General helper\nreview-mr (global, manual) — User-invoked MR review\nreviewer (global, both) — Read-only code review\n\nInvalid profiles:\n") &&
+				strings.Contains(msg, filepath.Join(pack, "bad.md")) && strings.Contains(msg, "must declare a description") {
+				return true
+			}
+		}
+		return false
+	})
 	if n := len(mock.Requests()); n != 0 {
 		t.Errorf("commands made %d model requests, want 0", n)
 	}
