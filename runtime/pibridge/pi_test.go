@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -470,6 +471,10 @@ func TestMainProfileAppliesToRealPi(t *testing.T) {
 	e.profile("helper", map[string]any{"description": "General helper", "tools": []string{"read", "bash"}})
 	e.profile("review-mr", map[string]any{"description": "User-invoked MR review", "invocation": "manual", "tools": []string{"read"}})
 	writeFile(t, filepath.Join(e.agentDir, "facets", "MAIN.md"), "Route all reviews to the reviewer profile.\n")
+	skill := filepath.Join(e.agentDir, "facets", "profiles", "reviewer", "skills", "code-review", "SKILL.md")
+	writeFile(t, skill, "---\nname: code-review\ndescription: Checklist for reviewing code\n---\nCheck everything.\n")
+	writeFile(t, filepath.Join(e.agentDir, "facets", "profiles", "helper", "skills", "helping", "SKILL.md"),
+		"---\nname: helping\ndescription: Only for the helper profile\n---\nHelp.\n")
 
 	start := time.Now()
 	stdout, stderr := e.run(nil, "--no-extensions", "-e", e.bridge, "--profile", "reviewer", "--no-session", "-p", "hello")
@@ -497,6 +502,12 @@ func TestMainProfileAppliesToRealPi(t *testing.T) {
 		if !strings.Contains(sys, want) {
 			t.Errorf("system prompt lacks %q\n--- system prompt ---\n%s", want, sys)
 		}
+	}
+	if !strings.Contains(sys, "<name>code-review</name>") || !strings.Contains(sys, skill) {
+		t.Errorf("the profile's private skill code-review is not offered to the model")
+	}
+	if strings.Contains(sys, "<name>helping</name>") {
+		t.Errorf("another profile's private skill leaked into the prompt")
 	}
 	if strings.Contains(sys, "review-mr") {
 		t.Errorf("manual profile review-mr is in the delegation catalog")
@@ -1062,5 +1073,42 @@ func TestUnknownProfileBlocksInput(t *testing.T) {
 	}
 	if n := len(mock.Requests()); n != 0 {
 		t.Errorf("a blocked start made %d model requests, want 0", n)
+	}
+}
+
+// TestProfileCommandWithRealPi runs /sub:<profile> in real Pi: the bridge
+// hands it to `facets invoke`, which launches the bound Sub through the fake
+// herdr with the user's task wrapped as a user-invoked request, and nothing
+// reaches the Main's model.
+func TestProfileCommandWithRealPi(t *testing.T) {
+	mock := startMock(t, func(n int, req chatRequest) reply { return reply{Text: "should not be called"} })
+	e := newPiEnv(t, mock)
+	e.profile("review", map[string]any{"description": "MR review", "invocation": "manual", "model": "mock/mock-model", "tools": []string{"read"}})
+	herdrBin, herdrState := fakeHerdr(t)
+	herdrEnv := []string{"PATH=" + herdrBin + string(os.PathListSeparator) + filepath.Dir(e.inst.node) + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"FAKEHERDR_STATE=" + herdrState, "HERDR_ENV=1", "HERDR_WORKSPACE_ID=w1"}
+	pi := e.startRPC(herdrEnv, "--no-extensions", "-e", e.bridge, "--session-id", "facets-main-cmd")
+	pi.send(map[string]any{"id": "p1", "type": "prompt", "message": "/sub:review check MR 42"})
+	pi.response("p1")
+	pi.waitFor("the created notification", 30*time.Second, func(evs []map[string]any) bool {
+		for _, ev := range evs {
+			if msg, _ := ev["message"].(string); ev["method"] == "notify" && strings.HasPrefix(msg, "created: review · ") {
+				return true
+			}
+		}
+		return false
+	})
+	agents := readHerdrAgents(t, herdrState)
+	if len(agents) != 1 || len(agents[0].Prompts) != 1 {
+		t.Fatalf("fake herdr agents = %+v, want one prompted Sub", agents)
+	}
+	if want := launch.ManualTask("review", "check MR 42"); agents[0].Prompts[0] != want {
+		t.Errorf("Sub prompt = %q, want %q", agents[0].Prompts[0], want)
+	}
+	if !slices.Contains(agents[0].Args, "[sub:manual] review") || !slices.Contains(agents[0].Args, e.bridge) {
+		t.Errorf("Sub argv = %q, want the manual session name and this bridge", agents[0].Args)
+	}
+	if n := len(mock.Requests()); n != 0 {
+		t.Errorf("/sub:review made %d Main model requests, want 0", n)
 	}
 }

@@ -269,3 +269,29 @@ func TestServeMain(t *testing.T) {
 	}
 	b.quiet(300 * time.Millisecond)
 }
+
+// TestServeSessionReceipts: receipts the session already holds (sent before
+// ready, as the extension does at startup) suppress redelivery and remove
+// the inbox file, so a restarted Pi never sees a message twice.
+func TestServeSessionReceipts(t *testing.T) {
+	ch := newChannel(t, privateRoot(t), "main-1")
+	old, err := ch.Send(channel.ToSub, "already seen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := ch.Send(channel.ToSub, "new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := startServe(t, ServeOptions{Role: "sub", ChannelDir: ch.Dir(), Token: ch.Manifest().Token})
+	b.send(request{Op: "receipt", Text: channel.FormatDeliveryHeader(old.Receipt()) + "anything"})
+	b.send(request{Op: "ready"})
+	d := b.next("delivery")
+	if r, _, _ := channel.ParseDeliveryHeader(d.Text); r.MessageID != fresh.ID {
+		t.Fatalf("delivered %s, want only the unreceipted %s", r.MessageID, fresh.ID)
+	}
+	b.quiet(200 * time.Millisecond)
+	if msgs, _, _ := ch.Pending(channel.ToSub); len(msgs) != 1 || msgs[0].ID != fresh.ID {
+		t.Errorf("inbox = %+v, want only the in-flight message", msgs)
+	}
+}
