@@ -2,16 +2,14 @@ package herdr
 
 import (
 	"bytes"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/facets-dev/facets/herdr/herdrtest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata")
@@ -21,26 +19,25 @@ var fakeBinDir string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	dir, err := os.MkdirTemp("", "fakeherdr-bin-")
+	dir, cleanup, err := herdrtest.Build()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "herdr"), "./fakeherdr")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building fake herdr:", err)
-		os.RemoveAll(dir)
-		os.Exit(2)
-	}
 	fakeBinDir = dir
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 
+type (
+	fakeControl = herdrtest.Control
+	fakeFailure = herdrtest.Failure
+)
+
 // fixture is one fake Herdr session and a CLI adapter pointed at it.
 type fixture struct {
+	*herdrtest.Fake
 	t   *testing.T
 	dir string
 	env []string
@@ -50,132 +47,23 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	dir := t.TempDir()
-	env := []string{
-		"PATH=" + fakeBinDir,
-		"HOME=" + dir,
-		"FAKEHERDR_STATE=" + dir,
-		"HERDR_ENV=1",
-		"HERDR_WORKSPACE_ID=w1",
-		"HERDR_SOCKET_PATH=" + filepath.Join(dir, "herdr.sock"),
-	}
-	return newFixtureEnv(t, dir, env)
+	fake := herdrtest.New(t, fakeBinDir, dir, dir)
+	return newFixtureEnv(t, dir, fake.Env)
 }
 
 func newFixtureEnv(t *testing.T, dir string, env []string) *fixture {
-	f := &fixture{t: t, dir: dir, env: env}
-	f.cli = &CLI{
-		Runner: ExecRunner{Env: env},
-		Getenv: func(name string) string { return envValue(env, name) },
-	}
+	fake := herdrtest.New(t, fakeBinDir, dir, dir)
+	fake.Env = env
+	f := &fixture{Fake: fake, t: t, dir: dir, env: env}
+	f.cli = &CLI{Runner: ExecRunner{Env: env}, Getenv: fake.Getenv}
 	return f
 }
 
-// fakeControl mirrors fakeherdr's control.json.
-type fakeControl struct {
-	Version     string                 `json:"version,omitempty"`
-	Server      string                 `json:"server,omitempty"`
-	Fail        map[string]fakeFailure `json:"fail,omitempty"`
-	Hang        []string               `json:"hang,omitempty"`
-	Malformed   map[string]string      `json:"malformed,omitempty"`
-	AgentStatus string                 `json:"agent_status,omitempty"`
-}
-
-type fakeFailure struct {
-	Code        string `json:"code,omitempty"`
-	Message     string `json:"message,omitempty"`
-	Exit        int    `json:"exit,omitempty"`
-	AfterEffect bool   `json:"after_effect,omitempty"`
-}
-
-func (f *fixture) control(c fakeControl) {
-	f.t.Helper()
-	data, err := json.Marshal(c)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(f.dir, "control.json"), data, 0o600); err != nil {
-		f.t.Fatal(err)
-	}
-}
-
-type fakeCall struct {
-	Argv []string          `json:"argv"`
-	Env  map[string]string `json:"env,omitempty"`
-}
-
-func (f *fixture) calls() []fakeCall {
-	f.t.Helper()
-	data, err := os.ReadFile(filepath.Join(f.dir, "calls.jsonl"))
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	var calls []fakeCall
-	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
-		var c fakeCall
-		if err := json.Unmarshal(line, &c); err != nil {
-			f.t.Fatalf("calls.jsonl: %v", err)
-		}
-		calls = append(calls, c)
-	}
-	return calls
-}
-
-// commands lists the calls as "tab create", "agent start", ...
-func (f *fixture) commands() []string {
-	var out []string
-	for _, c := range f.calls() {
-		if len(c.Argv) >= 2 && !strings.HasPrefix(c.Argv[0], "-") {
-			out = append(out, c.Argv[0]+" "+c.Argv[1])
-		} else {
-			out = append(out, strings.Join(c.Argv, " "))
-		}
-	}
-	return out
-}
-
-type fakeState struct {
-	Tabs map[string]struct {
-		Label string            `json:"label"`
-		Env   map[string]string `json:"env"`
-		Panes []string          `json:"panes"`
-	} `json:"tabs"`
-	Panes map[string]struct {
-		Tokens map[string]string `json:"tokens"`
-		Source string            `json:"metadata_source"`
-		Agent  *struct {
-			Name    string   `json:"name"`
-			Kind    string   `json:"kind"`
-			Args    []string `json:"args"`
-			Prompts []string `json:"prompts"`
-		} `json:"agent"`
-	} `json:"panes"`
-}
-
-func (f *fixture) state() fakeState {
-	f.t.Helper()
-	var st fakeState
-	data, err := os.ReadFile(filepath.Join(f.dir, "state.json"))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &st); err != nil {
-		f.t.Fatal(err)
-	}
-	return st
-}
-
-func (f *fixture) tabIDs() []string {
-	f.t.Helper()
-	var ids []string
-	for id := range f.state().Tabs {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
-}
+func (f *fixture) control(c fakeControl)   { f.SetControl(c) }
+func (f *fixture) calls() []herdrtest.Call { return f.Calls() }
+func (f *fixture) commands() []string      { return f.Commands() }
+func (f *fixture) state() herdrtest.State  { return f.State() }
+func (f *fixture) tabIDs() []string        { return f.TabIDs() }
 
 // tokenFile writes an owner-only token file and returns its path and token.
 func (f *fixture) tokenFile() (string, string) {
@@ -188,17 +76,7 @@ func (f *fixture) tokenFile() (string, string) {
 	return path, token
 }
 
-// waitForFile polls for a marker the fake writes; the test's own deadline
-// bounds it, so no timing is asserted.
-func waitForFile(t *testing.T, path string) {
-	t.Helper()
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+func waitForFile(t *testing.T, path string) { herdrtest.WaitForFile(t, path) }
 
 // golden compares got with testdata/name, rewriting it under -update.
 func golden(t *testing.T, name string, got []byte) {

@@ -1,13 +1,10 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +14,7 @@ import (
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/herdr"
+	"github.com/facets-dev/facets/herdr/herdrtest"
 	"github.com/facets-dev/facets/profiles"
 	"github.com/facets-dev/facets/runtime/channel"
 )
@@ -28,21 +26,14 @@ var fakeBinDir string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	dir, err := os.MkdirTemp("", "runtime-fakeherdr-")
+	dir, cleanup, err := herdrtest.Build()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "herdr"), "github.com/facets-dev/facets/herdr/fakeherdr")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building fake herdr:", err)
-		os.RemoveAll(dir)
-		os.Exit(2)
-	}
 	fakeBinDir = dir
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 
@@ -87,6 +78,7 @@ const testBridge = "/opt/facets/pi/bridge.ts"
 // fixture is one fake Herdr, a state dir and channel root, and a way to
 // make fresh Runtimes over them (a new Runtime is a new CLI process).
 type fixture struct {
+	*herdrtest.Fake
 	tb       testing.TB
 	dir      string
 	herdrDir string
@@ -102,29 +94,15 @@ func newFixture(tb testing.TB) *fixture {
 	if err := os.Mkdir(herdrDir, 0o700); err != nil {
 		tb.Fatal(err)
 	}
-	env := []string{
-		"PATH=" + fakeBinDir,
-		"HOME=" + dir,
-		"FAKEHERDR_STATE=" + herdrDir,
-		"HERDR_ENV=1",
-		"HERDR_WORKSPACE_ID=w1",
-		"HERDR_SOCKET_PATH=" + filepath.Join(herdrDir, "herdr.sock"),
-	}
-	return &fixture{tb: tb, dir: dir, herdrDir: herdrDir, env: env, manifest: exampleManifest(tb),
+	fake := herdrtest.New(tb, fakeBinDir, herdrDir, dir)
+	return &fixture{Fake: fake, tb: tb, dir: dir, herdrDir: herdrDir, env: fake.Env, manifest: exampleManifest(tb),
 		now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
 }
 
 func (f *fixture) runtime() *Runtime {
 	env := f.env
 	return &Runtime{
-		Surface: &herdr.CLI{Runner: herdr.ExecRunner{Env: env}, Getenv: func(k string) string {
-			for _, kv := range env {
-				if name, v, ok := strings.Cut(kv, "="); ok && name == k {
-					return v
-				}
-			}
-			return ""
-		}},
+		Surface:     &herdr.CLI{Runner: herdr.ExecRunner{Env: env}, Getenv: f.Getenv},
 		Store:       Store{Dir: filepath.Join(f.dir, "state")},
 		ChannelRoot: filepath.Join(f.dir, "run"),
 		Bridge:      testBridge,
@@ -144,100 +122,21 @@ func (f *fixture) delegate(main, profile, title string) Delegation {
 	return d
 }
 
-type fakeFailure struct {
-	Code        string `json:"code,omitempty"`
-	Message     string `json:"message,omitempty"`
-	AfterEffect bool   `json:"after_effect,omitempty"`
-}
+type (
+	fakeFailure = herdrtest.Failure
+	fakeControl = herdrtest.Control
+	fakePane    = herdrtest.Pane
+	fakeState   = herdrtest.State
+)
 
-type fakeControl struct {
-	Fail        map[string]fakeFailure `json:"fail,omitempty"`
-	Hang        []string               `json:"hang,omitempty"`
-	Malformed   map[string]string      `json:"malformed,omitempty"`
-	AgentStatus string                 `json:"agent_status,omitempty"`
-}
-
-func (f *fixture) control(c fakeControl) {
-	f.tb.Helper()
-	data, err := json.Marshal(c)
-	if err != nil {
-		f.tb.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(f.herdrDir, "control.json"), data, 0o600); err != nil {
-		f.tb.Fatal(err)
-	}
-}
-
-type fakeTab struct {
-	Label string            `json:"label"`
-	Env   map[string]string `json:"env"`
-	Panes []string          `json:"panes"`
-}
-
-type fakePane struct {
-	TabID  string            `json:"tab_id"`
-	Tokens map[string]string `json:"tokens"`
-	Agent  *struct {
-		Name    string   `json:"name"`
-		Kind    string   `json:"kind"`
-		Args    []string `json:"args"`
-		Prompts []string `json:"prompts"`
-	} `json:"agent"`
-}
-
-type fakeState struct {
-	Tabs  map[string]fakeTab  `json:"tabs"`
-	Panes map[string]fakePane `json:"panes"`
-}
-
-func (f *fixture) state() fakeState {
-	f.tb.Helper()
-	var st fakeState
-	data, err := os.ReadFile(filepath.Join(f.herdrDir, "state.json"))
-	if err != nil {
-		f.tb.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &st); err != nil {
-		f.tb.Fatal(err)
-	}
-	return st
-}
+func (f *fixture) control(c fakeControl) { f.SetControl(c) }
+func (f *fixture) state() fakeState      { return f.State() }
+func (f *fixture) commands() []string    { return f.Commands() }
 
 // subTabs lists the tab ids other than the Main's own w1:t1.
 func (f *fixture) subTabs() []string {
 	f.tb.Helper()
-	var ids []string
-	for id := range f.state().Tabs {
-		if id != "w1:t1" {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	return ids
-}
-
-// commands lists the fake's calls as "tab create", "agent start", ...
-func (f *fixture) commands() []string {
-	f.tb.Helper()
-	data, err := os.ReadFile(filepath.Join(f.herdrDir, "calls.jsonl"))
-	if err != nil {
-		f.tb.Fatal(err)
-	}
-	var out []string
-	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
-		var c struct {
-			Argv []string `json:"argv"`
-		}
-		if err := json.Unmarshal(line, &c); err != nil {
-			f.tb.Fatal(err)
-		}
-		if len(c.Argv) >= 2 && !strings.HasPrefix(c.Argv[0], "-") {
-			out = append(out, c.Argv[0]+" "+c.Argv[1])
-		} else {
-			out = append(out, strings.Join(c.Argv, " "))
-		}
-	}
-	return out
+	return slices.DeleteFunc(f.TabIDs(), func(id string) bool { return id == "w1:t1" })
 }
 
 // openRuns returns the ids of the Main's runs that hold a slot.
@@ -301,14 +200,4 @@ func profileNamed(tb testing.TB, m *compiler.Manifest, name string) compiler.Pro
 	return p
 }
 
-// waitForFile polls for a marker the fake writes; the test's own deadline
-// bounds it, so no timing is asserted.
-func waitForFile(t *testing.T, path string) {
-	t.Helper()
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+func waitForFile(t *testing.T, path string) { herdrtest.WaitForFile(t, path) }

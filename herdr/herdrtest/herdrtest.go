@@ -1,0 +1,202 @@
+// Package herdrtest builds the fake herdr executable (herdr/fakeherdr) and
+// steers and reads its state, for tests of code that drives Herdr.
+package herdrtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Build compiles the fake herdr into a new temporary directory, which a
+// test puts first on PATH; cleanup removes it.
+func Build() (binDir string, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "fakeherdr-bin-")
+	if err != nil {
+		return "", nil, fmt.Errorf("build fake herdr: %w", err)
+	}
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "herdr"), "github.com/facets-dev/facets/herdr/fakeherdr")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("build fake herdr: %w\n%s", err, out.Bytes())
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+// Fake is one fake Herdr server: its state directory and the environment a
+// Herdr pane would give the process under test.
+type Fake struct {
+	tb  testing.TB
+	Dir string   // FAKEHERDR_STATE: state.json, calls.jsonl, control.json
+	Env []string // PATH, HOME, FAKEHERDR_STATE and the HERDR_* variables
+}
+
+// New prepares a fake whose state lives in stateDir, run from binDir, with
+// home as HOME. The workspace is w1, whose first tab is the caller's own.
+func New(tb testing.TB, binDir, stateDir, home string) *Fake {
+	return &Fake{tb: tb, Dir: stateDir, Env: []string{
+		"PATH=" + binDir,
+		"HOME=" + home,
+		"FAKEHERDR_STATE=" + stateDir,
+		"HERDR_ENV=1",
+		"HERDR_WORKSPACE_ID=w1",
+		"HERDR_SOCKET_PATH=" + filepath.Join(stateDir, "herdr.sock"),
+	}}
+}
+
+// Getenv looks a variable up in the fake's environment; as with exec, a
+// later entry overrides an earlier one.
+func (f *Fake) Getenv(name string) string {
+	for i := len(f.Env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(f.Env[i], "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
+
+// Control mirrors fakeherdr's control.json: which steps fail, hang or
+// answer malformed output, and what agent status to report.
+type Control struct {
+	Version     string             `json:"version,omitempty"`
+	Server      string             `json:"server,omitempty"`
+	Fail        map[string]Failure `json:"fail,omitempty"`
+	Hang        []string           `json:"hang,omitempty"`
+	Malformed   map[string]string  `json:"malformed,omitempty"`
+	AgentStatus string             `json:"agent_status,omitempty"`
+}
+
+// Failure is how one step fails.
+type Failure struct {
+	Code        string `json:"code,omitempty"`
+	Message     string `json:"message,omitempty"`
+	Exit        int    `json:"exit,omitempty"`
+	AfterEffect bool   `json:"after_effect,omitempty"`
+}
+
+// SetControl writes control.json.
+func (f *Fake) SetControl(c Control) {
+	f.tb.Helper()
+	data, err := json.Marshal(c)
+	if err != nil {
+		f.tb.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.Dir, "control.json"), data, 0o600); err != nil {
+		f.tb.Fatal(err)
+	}
+}
+
+// Call is one recorded invocation of the fake.
+type Call struct {
+	Argv []string          `json:"argv"`
+	Env  map[string]string `json:"env,omitempty"`
+}
+
+// Calls returns every recorded invocation, oldest first.
+func (f *Fake) Calls() []Call {
+	f.tb.Helper()
+	data, err := os.ReadFile(filepath.Join(f.Dir, "calls.jsonl"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		f.tb.Fatal(err)
+	}
+	var calls []Call
+	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		var c Call
+		if err := json.Unmarshal(line, &c); err != nil {
+			f.tb.Fatalf("calls.jsonl: %v", err)
+		}
+		calls = append(calls, c)
+	}
+	return calls
+}
+
+// Commands lists the calls as "tab create", "agent start", ...
+func (f *Fake) Commands() []string {
+	f.tb.Helper()
+	var out []string
+	for _, c := range f.Calls() {
+		if len(c.Argv) >= 2 && !strings.HasPrefix(c.Argv[0], "-") {
+			out = append(out, c.Argv[0]+" "+c.Argv[1])
+		} else {
+			out = append(out, strings.Join(c.Argv, " "))
+		}
+	}
+	return out
+}
+
+// Tab is a tab in the fake's state.
+type Tab struct {
+	Label string            `json:"label"`
+	Env   map[string]string `json:"env"`
+	Panes []string          `json:"panes"`
+}
+
+// Pane is a pane in the fake's state, with the agent started in it.
+type Pane struct {
+	TabID  string            `json:"tab_id"`
+	Tokens map[string]string `json:"tokens"`
+	Source string            `json:"metadata_source"`
+	Agent  *struct {
+		Name    string   `json:"name"`
+		Kind    string   `json:"kind"`
+		Args    []string `json:"args"`
+		Prompts []string `json:"prompts"`
+	} `json:"agent"`
+}
+
+// State is the fake's state.json.
+type State struct {
+	Tabs  map[string]Tab  `json:"tabs"`
+	Panes map[string]Pane `json:"panes"`
+}
+
+// State reads state.json.
+func (f *Fake) State() State {
+	f.tb.Helper()
+	var st State
+	data, err := os.ReadFile(filepath.Join(f.Dir, "state.json"))
+	if err != nil {
+		f.tb.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		f.tb.Fatal(err)
+	}
+	return st
+}
+
+// TabIDs lists the open tabs, sorted.
+func (f *Fake) TabIDs() []string {
+	f.tb.Helper()
+	var ids []string
+	for id := range f.State().Tabs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// WaitForFile polls for a marker the fake writes; the test's own deadline
+// bounds it, so no timing is asserted.
+func WaitForFile(tb testing.TB, path string) {
+	tb.Helper()
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
