@@ -125,10 +125,10 @@ func (m *Manifest) Encode() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// WriteFileAtomic writes b to path through a temporary file in the same
-// directory, fsyncs it and renames it into place, so readers never see a
-// partial manifest.
-func WriteFileAtomic(path string, b []byte) error {
+// WriteFileAtomic writes b to path with mode perm through a temporary file
+// in the same directory, fsyncs it, renames it into place and fsyncs the
+// directory, so readers never see a partial file, even after a crash.
+func WriteFileAtomic(path string, b []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
@@ -143,7 +143,7 @@ func WriteFileAtomic(path string, b []byte) error {
 		werr = cerr
 	}
 	if werr == nil {
-		werr = os.Chmod(name, 0o644)
+		werr = os.Chmod(name, perm)
 	}
 	if werr == nil {
 		werr = os.Rename(name, path)

@@ -61,7 +61,7 @@ or unknown name reports its own diagnostic and writes nothing.`,
 				if _, err := a.stdout.Write(b); err != nil {
 					return err
 				}
-			} else if err := compiler.WriteFileAtomic(out, b); err != nil {
+			} else if err := compiler.WriteFileAtomic(out, b, 0o644); err != nil {
 				return err
 			}
 			if compiler.HasErrors(ds) {
