@@ -179,6 +179,21 @@ func (f *receiveFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.receipts, "receipts", "", "receipt log to record deliveries in (default: in memory)")
 }
 
+// openWithStore opens the channel and the receipt store a receiving
+// command needs; done releases both.
+func (f *receiveFlags) openWithStore() (*channel.Channel, channel.Direction, channel.ReceiptStore, func(), error) {
+	c, d, err := f.open()
+	if err != nil {
+		return nil, "", nil, nil, err
+	}
+	store, closeStore, err := f.store()
+	if err != nil {
+		c.Close()
+		return nil, "", nil, nil, err
+	}
+	return c, d, store, func() { closeStore(); c.Close() }, nil
+}
+
 func (f *receiveFlags) store() (channel.ReceiptStore, func(), error) {
 	if f.receipts == "" {
 		return channel.NewMemoryReceipts(), func() {}, nil
@@ -201,16 +216,11 @@ later recv or watch with the same log never prints the message again; a crash
 between printing and recording may print it once more (at least once).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, d, err := f.open()
+			c, d, store, done, err := f.openWithStore()
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			store, closeStore, err := f.store()
-			if err != nil {
-				return err
-			}
-			defer closeStore()
+			defer done()
 			p := &printer{out: json.NewEncoder(a.stdout), errw: a.stderr, receipts: store}
 			channel.NewReceiver(d, store, p.submit, p.report).Scan(c)
 			if p.problems > 0 {
@@ -235,16 +245,11 @@ func newChannelWatchCmd(a *app) *cobra.Command {
 			if count < 0 || timeout < 0 {
 				return usageError{errors.New("--count and --timeout must not be negative")}
 			}
-			c, d, err := f.open()
+			c, d, store, done, err := f.openWithStore()
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			store, closeStore, err := f.store()
-			if err != nil {
-				return err
-			}
-			defer closeStore()
+			defer done()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if timeout > 0 {

@@ -134,6 +134,27 @@ func writeJSONValue(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// launch loads the profile's manifest and the runtime, runs op under a
+// signal-cancelled context and prints its result; delegate and invoke share it.
+func (f *runFlags) launch(a *app, cmd *cobra.Command, mf *manifestFlags, profile string,
+	op func(context.Context, *runtime.Runtime, *compiler.Manifest) (string, any, error)) error {
+	m, bridge, err := mf.load(f, profile)
+	if err != nil {
+		return f.failure(a, err)
+	}
+	rt, err := f.runtime(bridge)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signalContext(cmd)
+	defer stop()
+	text, details, err := op(ctx, rt, m)
+	if err != nil {
+		return f.failure(a, err)
+	}
+	return f.result(a, text, details)
+}
+
 // signalContext cancels on SIGINT/SIGTERM so an interrupted launch still
 // rolls its tab back.
 func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
@@ -229,22 +250,11 @@ kept and its id printed so "facets close --run ID" can retry.
 			if req.Profile == "" || req.Task == "" {
 				return usageError{errors.New("delegate needs --profile and --task")}
 			}
-			m, bridge, err := mf.load(&rf, req.Profile)
-			if err != nil {
-				return rf.failure(a, err)
-			}
-			rt, err := rf.runtime(bridge)
-			if err != nil {
-				return err
-			}
-			req.Manifest, req.MainSessionID = m, rf.mainSession
-			ctx, stop := signalContext(cmd)
-			defer stop()
-			d, err := rt.Delegate(ctx, req)
-			if err != nil {
-				return rf.failure(a, err)
-			}
-			return rf.result(a, d.Text(), d)
+			return rf.launch(a, cmd, &mf, req.Profile, func(ctx context.Context, rt *runtime.Runtime, m *compiler.Manifest) (string, any, error) {
+				req.Manifest, req.MainSessionID = m, rf.mainSession
+				d, err := rt.Delegate(ctx, req)
+				return d.Text(), d, err
+			})
 		},
 	}
 	rf.register(cmd)
@@ -281,22 +291,11 @@ queued (plus "messageId" when queued); "text" is the notification line
 			if req.Profile == "" {
 				return usageError{errors.New("invoke needs --profile")}
 			}
-			m, bridge, err := mf.load(&rf, req.Profile)
-			if err != nil {
-				return rf.failure(a, err)
-			}
-			rt, err := rf.runtime(bridge)
-			if err != nil {
-				return err
-			}
-			req.Manifest, req.MainSessionID = m, rf.mainSession
-			ctx, stop := signalContext(cmd)
-			defer stop()
-			d, err := rt.Invoke(ctx, req)
-			if err != nil {
-				return rf.failure(a, err)
-			}
-			return rf.result(a, runtime.InvocationText(d), d)
+			return rf.launch(a, cmd, &mf, req.Profile, func(ctx context.Context, rt *runtime.Runtime, m *compiler.Manifest) (string, any, error) {
+				req.Manifest, req.MainSessionID = m, rf.mainSession
+				d, err := rt.Invoke(ctx, req)
+				return runtime.InvocationText(d), d, err
+			})
 		},
 	}
 	rf.register(cmd)
