@@ -3,7 +3,6 @@ package herdr
 import (
 	"bytes"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,18 +16,7 @@ var update = flag.Bool("update", false, "rewrite golden files in testdata")
 // fakeBinDir holds the fake herdr executable built once for the package.
 var fakeBinDir string
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	dir, cleanup, err := herdrtest.Build()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	fakeBinDir = dir
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { herdrtest.Main(m, &fakeBinDir) }
 
 type (
 	fakeControl = herdrtest.Control

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -32,6 +33,21 @@ func Build() (binDir string, cleanup func(), err error) {
 		return "", nil, fmt.Errorf("build fake herdr: %w\n%s", err, out.Bytes())
 	}
 	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+// Main builds the fake herdr, stores its directory in *binDir, runs the
+// package's tests and exits with their status; call it from TestMain.
+func Main(m *testing.M, binDir *string) {
+	flag.Parse()
+	dir, cleanup, err := Build()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	*binDir = dir
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
 }
 
 // Fake is one fake Herdr server: its state directory and the environment a
