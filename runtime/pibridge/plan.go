@@ -117,14 +117,11 @@ func MainPlan(m *compiler.Manifest, ds []compiler.Diagnostic, profile string) Pl
 // applies. Both the reference's ResolvedProfile shape and a compiler
 // Launch nested under "launch" are accepted.
 type SubProfile struct {
-	Name           string   `json:"name"`
-	Tools          []string `json:"tools"`
-	Instructions   string   `json:"instructions"`
-	ResolvedSkills []string `json:"resolvedSkills"`
-	Skills         []string `json:"skills"`
-	Launch         *struct {
+	Name         string   `json:"name"`
+	Tools        []string `json:"tools"`
+	Instructions string   `json:"instructions"`
+	Launch       *struct {
 		Tools        []string `json:"tools"`
-		Skills       []string `json:"skills"`
 		Instructions string   `json:"instructions"`
 	} `json:"launch"`
 }
@@ -140,18 +137,15 @@ func SubPlan(rawProfile json.RawMessage) Plan {
 		p.Error = "Invalid Facets channel manifest: profile snapshot is unreadable."
 		return p
 	}
-	tools, skills, instr := sp.Tools, sp.ResolvedSkills, sp.Instructions
-	if skills == nil {
-		skills = sp.Skills
-	}
+	tools, instr := sp.Tools, sp.Instructions
 	if l := sp.Launch; l != nil {
-		tools, skills, instr = l.Tools, l.Skills, l.Instructions
+		tools, instr = l.Tools, l.Instructions
 	}
 	// The Sub's model, thinking level and skills come from its launch argv
-	// (--model, --thinking, --no-skills --skill); the tool set is enforced
-	// here as well, because a stray ambient tool would widen what the Sub
-	// can do.
-	ap, err := activeProfile(sp.Name, "", "", append(slices.Clone(tools), "talk"), skills)
+	// (--model, --thinking, --no-skills --skill), so the plan leaves them
+	// out; the tool set is enforced here as well, because a stray ambient
+	// tool would widen what the Sub can do.
+	ap, err := activeProfile(sp.Name, "", "", append(slices.Clone(tools), "talk"), nil)
 	if err != nil {
 		p.Error = err.Error()
 		return p

@@ -107,7 +107,7 @@ func TestSubPlan(t *testing.T) {
 	got := SubPlan(raw)
 	want := Plan{Role: "sub",
 		Sections: map[string]string{SectionSubProtocol: SubProtocol, SectionProfile: "## Facets profile: worker\nBe brief."},
-		Profile:  &ActiveProfile{Name: "worker", Tools: []string{"read", "bash", "talk"}, Skills: []string{"/s/SKILL.md"}},
+		Profile:  &ActiveProfile{Name: "worker", Tools: []string{"read", "bash", "talk"}, Skills: []string{}},
 		Profiles: Notice{Text: "This is a Facets Sub; profiles are chosen by its Main.", Level: "info"}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("SubPlan (-want +got):\n%s", d)

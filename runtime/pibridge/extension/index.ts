@@ -81,13 +81,14 @@ export default function (pi: ExtensionAPI) {
     else process.stderr.write(`facets: ${msg}\n`);
   };
   const request = (req: Record<string, unknown>) => serve?.stdin?.write(JSON.stringify(req) + "\n");
+  // call sends a request that facets serve answers with a "result" event
+  // carrying the same id.
   const call = (req: Record<string, unknown>) =>
     new Promise<BridgeEvent>((resolve) => {
       const id = nextId++;
       pending.set(id, resolve);
-      if (!request({ ...req, id })) {
-        // the write was buffered; the answer still arrives by id
-      }
+      if (!serve) resolve({ type: "result", error: "the facets bridge is not running" });
+      else request({ ...req, id });
     });
 
   function onEvent(e: BridgeEvent) {
@@ -123,6 +124,8 @@ export default function (pi: ExtensionAPI) {
     const child = spawn(facetsBin(), args, { stdio: ["pipe", "pipe", "pipe"] });
     child.on("error", (err) => report(`Cannot start facets serve: ${String(err)}`));
     child.stderr?.on("data", (d) => report(String(d).trim()));
+    // readline also splits on U+2028/U+2029, which is safe here only
+    // because Go's JSON encoder always escapes both.
     createInterface({ input: child.stdout! }).on("line", (line) => {
       try {
         onEvent(JSON.parse(line));
@@ -156,7 +159,9 @@ export default function (pi: ExtensionAPI) {
       if (pi.getThinkingLevel() !== p.thinkingLevel)
         report(`Profile '${p.name}' thinking level '${p.thinkingLevel}' became '${pi.getThinkingLevel()}' for this model.`, "warning");
     }
-    // MCP tools stay as Pi's own configuration made them.
+    // Direct MCP tools stay as Pi's own configuration made them. codemode
+    // and tool_search are not kept: the active set is exactly the profile's
+    // tools (plus talk in a Sub), even though a Sub's launch argv enables them.
     const mcp = pi.getActiveTools().filter((t) => all.some((x: any) => x.name === t && x.sourceInfo?.path === "builtin:mcp"));
     pi.setActiveTools([...p.tools, ...mcp]);
     const missingActive = p.tools.filter((t) => !pi.getActiveTools().includes(t));
