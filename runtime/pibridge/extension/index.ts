@@ -75,6 +75,7 @@ export default function (pi: ExtensionAPI) {
   const registered = new Set<string>();
   let trusted = false;
   let rolePacks: string[] = [];
+  let noModelReported = false;
 
   const report = (msg: string, level: "info" | "warning" | "error" = "error") => {
     if (ctxRef?.hasUI) ctxRef.ui.notify(msg, level);
@@ -94,8 +95,16 @@ export default function (pi: ExtensionAPI) {
   function onEvent(e: BridgeEvent) {
     switch (e.type) {
       case "delivery":
+        if (!ctxRef?.model) {
+          // Left in the inbox: the next scan offers it again once a model is selected.
+          request({ op: "release", text: e.text });
+          if (!noModelReported) report("Cannot deliver talk: the receiving Pi has no selected model.");
+          noModelReported = true;
+          break;
+        }
         try {
           pi.sendUserMessage(e.text!, { deliverAs: "followUp", expandPromptTemplates: false });
+          noModelReported = false;
         } catch (err) {
           request({ op: "release", text: e.text });
           report(`Facets delivery failed: ${String(err)}`);
