@@ -375,7 +375,7 @@ func newPiEnv(t *testing.T, mock *mockModel) *piEnv {
 	e.env = []string{
 		"PATH=" + filepath.Dir(inst.node) + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"HOME=" + e.home, "PI_CODING_AGENT_DIR=" + e.agentDir, "PI_OFFLINE=1", "PI_TELEMETRY=0",
-		"XDG_RUNTIME_DIR=" + e.runtime, "FACETS_BIN=" + facets, "TMPDIR=" + os.TempDir(),
+		"XDG_RUNTIME_DIR=" + e.runtime, "TMPDIR=" + os.TempDir(),
 	}
 	return e
 }
@@ -476,8 +476,15 @@ func TestMainProfileAppliesToRealPi(t *testing.T) {
 	writeFile(t, filepath.Join(e.agentDir, "facets", "profiles", "helper", "skills", "helping", "SKILL.md"),
 		"---\nname: helping\ndescription: Only for the helper profile\n---\nHelp.\n")
 
+	// Installed the way a user does it, and found by Pi's own discovery;
+	// the extension finds this facets binary through facets-bridge.json.
+	cmd := exec.Command(e.facets, "pi-extension", "install")
+	cmd.Env = e.env
+	if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != filepath.Join(e.agentDir, "extensions", "facets", "index.ts") {
+		t.Fatalf("facets pi-extension install: %v: %s", err, out)
+	}
 	start := time.Now()
-	stdout, stderr := e.run(nil, "--no-extensions", "-e", e.bridge, "--profile", "reviewer", "--no-session", "-p", "hello")
+	stdout, stderr := e.run(nil, "--profile", "reviewer", "--no-session", "-p", "hello")
 	t.Logf("pi --profile run took %v", time.Since(start))
 	if !strings.Contains(stdout, "ok from mock") {
 		t.Fatalf("stdout = %q, stderr = %q", stdout, stderr)
