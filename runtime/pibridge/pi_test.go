@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -197,6 +198,8 @@ type mockModel struct {
 	t      *testing.T
 	url    string
 	script func(n int, req chatRequest) reply
+	// scriptCtx, when set, is used instead of script.
+	scriptCtx func(ctx context.Context, n int, req chatRequest) reply
 
 	mu       sync.Mutex
 	requests []chatRequest
@@ -294,7 +297,12 @@ func (m *mockModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.requests = append(m.requests, req)
 	n := len(m.requests)
 	m.mu.Unlock()
-	rep := m.script(n, req)
+	var rep reply
+	if m.scriptCtx != nil {
+		rep = m.scriptCtx(r.Context(), n, req)
+	} else {
+		rep = m.script(n, req)
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	id := fmt.Sprintf("c%d", n)
 	chunk := func(delta map[string]any, finish any) map[string]any {
@@ -1118,4 +1126,115 @@ func TestProfileCommandWithRealPi(t *testing.T) {
 	if n := len(mock.Requests()); n != 0 {
 		t.Errorf("/sub:review made %d Main model requests, want 0", n)
 	}
+}
+
+// playHerdrPane waits until the runtime has started and prompted a Sub in
+// the fake herdr, then does what Herdr's pane would: runs real Pi with the
+// recorded argv and tab environment and submits the recorded prompt.
+func (e *piEnv) playHerdrPane(main *piProc, herdrState string) (*piProc, herdrAgent) {
+	e.t.Helper()
+	var agent herdrAgent
+	main.waitFor("the runtime to start and prompt the Sub in the fake herdr", 60*time.Second, func([]map[string]any) bool {
+		for _, a := range readHerdrAgents(e.t, herdrState) {
+			if len(a.Prompts) > 0 {
+				agent = a
+				return true
+			}
+		}
+		return false
+	})
+	var env []string
+	for k, v := range agent.Env {
+		env = append(env, k+"="+v)
+	}
+	sub := e.startRPC(env, agent.Args...)
+	sub.send(map[string]any{"id": "s1", "type": "prompt", "message": agent.Prompts[0]})
+	return sub, agent
+}
+
+// TestInterruptSubWithRealPi: while the Sub's model request is in flight,
+// the Main's model calls interrupt_sub; the Sub aborts that request (the
+// mock sees the connection cancelled) and stays open.
+func TestInterruptSubWithRealPi(t *testing.T) {
+	cancelled := make(chan struct{})
+	var once sync.Once
+	runRef := regexp.MustCompile(`run ([0-9a-f]{8})`)
+	mock := startMockCtx(t, func(ctx context.Context, n int, req chatRequest) reply {
+		last := req.last()
+		if strings.Contains(req.system(), "<facets_sub_protocol>") {
+			if strings.Contains(last.text(), "SLOW_TASK") {
+				select { // hold the Sub's turn open until Pi aborts it
+				case <-ctx.Done():
+					once.Do(func() { close(cancelled) })
+				case <-time.After(30 * time.Second):
+				}
+				return reply{Text: "too late"}
+			}
+			return reply{Text: "idle"}
+		}
+		switch {
+		case last.Role == "user" && last.text() == "interrupt it":
+			for _, m := range req.Messages {
+				if sm := runRef.FindStringSubmatch(m.text()); m.Role == "tool" && sm != nil {
+					return reply{Tool: "interrupt_sub", Args: map[string]any{"runId": sm[1]}}
+				}
+			}
+			return reply{Text: "no run id found"}
+		case last.Role == "user":
+			return reply{Tool: "delegate", Args: map[string]any{"title": "Slow", "task": "SLOW_TASK", "profile": "worker"}}
+		}
+		return reply{Text: "main: " + last.text()}
+	})
+	e := newPiEnv(t, mock)
+	e.profile("worker", map[string]any{"model": "mock/mock-model", "tools": []string{"read"}})
+	herdrBin, herdrState := fakeHerdr(t)
+	herdrEnv := []string{"PATH=" + herdrBin + string(os.PathListSeparator) + filepath.Dir(e.inst.node) + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"FAKEHERDR_STATE=" + herdrState, "HERDR_ENV=1", "HERDR_WORKSPACE_ID=w1"}
+	main := e.startRPC(herdrEnv, "--no-extensions", "-e", e.bridge, "--session-id", "facets-main-int")
+	main.send(map[string]any{"id": "p1", "type": "prompt", "message": "start the slow one"})
+	sub, _ := e.playHerdrPane(main, herdrState)
+	main.waitFor("the Sub's model request to be in flight", 30*time.Second, func([]map[string]any) bool {
+		for _, r := range mock.Requests() {
+			if strings.Contains(r.last().text(), "SLOW_TASK") {
+				return true
+			}
+		}
+		return false
+	})
+	main.waitFor("the Main to settle after delegate", 30*time.Second, func(evs []map[string]any) bool {
+		for _, ev := range evs {
+			if ev["type"] == "agent_settled" {
+				return true
+			}
+		}
+		return false
+	})
+	main.send(map[string]any{"id": "p2", "type": "prompt", "message": "interrupt it"})
+	select {
+	case <-cancelled:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the Sub's model request was not aborted after interrupt_sub\nmain stderr:\n%s\nsub stderr:\n%s", main.stderr, sub.stderr)
+	}
+	main.waitFor("the interrupt_sub result", 20*time.Second, func([]map[string]any) bool {
+		for _, r := range mock.Requests() {
+			if l := r.last(); l.Role == "tool" && strings.Contains(l.text(), "Requested interruption of Sub: Slow. The Sub session remains open.") {
+				return true
+			}
+		}
+		return false
+	})
+	select {
+	case <-sub.done:
+		t.Errorf("the Sub exited after an interrupt; it must stay open")
+	case <-time.After(500 * time.Millisecond):
+	}
+}
+
+// startMockCtx is startMock for scripts that need the request's context,
+// e.g. to notice that Pi aborted a streaming request.
+func startMockCtx(t *testing.T, script func(ctx context.Context, n int, req chatRequest) reply) *mockModel {
+	t.Helper()
+	m := startMock(t, nil)
+	m.scriptCtx = script
+	return m
 }
