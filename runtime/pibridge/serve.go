@@ -177,6 +177,12 @@ func (s *server) handle(req request) {
 		if r, _, err := channel.ParseDeliveryHeader(req.Text); err == nil {
 			s.rx.Release(r)
 		}
+	case "inflight":
+		// Handed to Pi by a previous bridge instance (before /reload) and
+		// still queued there: do not offer it again.
+		if r, _, err := channel.ParseDeliveryHeader(req.Text); err == nil && r.Direction == s.dir {
+			s.rx.Restore([]channel.Receipt{r})
+		}
 	case "ready":
 		s.mu.Lock()
 		s.ready = true

@@ -295,3 +295,23 @@ func TestServeSessionReceipts(t *testing.T) {
 		t.Errorf("inbox = %+v, want only the in-flight message", msgs)
 	}
 }
+
+// TestServeInflightAfterReload: a delivery a previous bridge handed to Pi
+// (still in Pi's queue across /reload) is not offered again, but a settle
+// without its receipt makes it retryable.
+func TestServeInflightAfterReload(t *testing.T) {
+	ch := newChannel(t, privateRoot(t), "main-1")
+	m, err := ch.Send(channel.ToSub, "queued before reload")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := startServe(t, ServeOptions{Role: "sub", ChannelDir: ch.Dir(), Token: ch.Manifest().Token})
+	text := channel.FormatDeliveryHeader(m.Receipt()) + "[Facets Main message]\nMain says:\nqueued before reload"
+	b.send(request{Op: "inflight", Text: text})
+	b.send(request{Op: "ready"})
+	b.quiet(300 * time.Millisecond)
+	b.send(request{Op: "settled"})
+	if d := b.next("delivery"); d.Text != text {
+		t.Errorf("redelivery = %q", d.Text)
+	}
+}

@@ -76,6 +76,16 @@ export default function (pi: ExtensionAPI) {
   let trusted = false;
   let rolePacks: string[] = [];
   let noModelReported = false;
+  // Deliveries handed to Pi but not yet recorded, per session. Pi may keep
+  // its follow-up queue across /reload, so this lives on globalThis and the
+  // next bridge instance tells facets serve not to offer them again.
+  const inflightBySession: Map<string, Set<string>> = ((globalThis as any)[Symbol.for("facets.bridge.inflight.v1")] ??= new Map());
+  const inflight = () => {
+    const id = ctxRef?.sessionManager.getSessionId() ?? "";
+    let set = inflightBySession.get(id);
+    if (!set) inflightBySession.set(id, (set = new Set()));
+    return set;
+  };
 
   const report = (msg: string, level: "info" | "warning" | "error" = "error") => {
     if (ctxRef?.hasUI) ctxRef.ui.notify(msg, level);
@@ -103,9 +113,11 @@ export default function (pi: ExtensionAPI) {
           break;
         }
         try {
+          inflight().add(e.text!);
           pi.sendUserMessage(e.text!, { deliverAs: "followUp", expandPromptTemplates: false });
           noModelReported = false;
         } catch (err) {
+          inflight().delete(e.text!);
           request({ op: "release", text: e.text });
           report(`Facets delivery failed: ${String(err)}`);
         }
@@ -149,6 +161,7 @@ export default function (pi: ExtensionAPI) {
       const text = entry.type === "message" ? textOf(entry.message) : undefined;
       if (text?.startsWith(DELIVERY_PREFIX)) request({ op: "receipt", text });
     }
+    for (const text of inflight()) request({ op: "inflight", text });
     const file = ctx.sessionManager.getSessionFile();
     if (isSub && file) request({ op: "session", sessionId: ctx.sessionManager.getSessionId(), sessionFile: file });
     request({ op: "ready" });
@@ -341,12 +354,16 @@ export default function (pi: ExtensionAPI) {
 
   pi.on("message_end", async (event) => {
     const text = textOf(event.message);
-    if (text?.startsWith(DELIVERY_PREFIX)) request({ op: "receipt", text });
+    if (!text?.startsWith(DELIVERY_PREFIX)) return;
+    inflight().delete(text);
+    request({ op: "receipt", text });
   });
   pi.on("agent_start", async () => request({ op: "turn-start" }));
   pi.on("agent_settled", async (event, ctx) => {
     request({ op: "turn-end" });
-    if (!ctx.hasPendingMessages()) request({ op: "settled", aborted: event.aborted });
+    if (ctx.hasPendingMessages()) return;
+    if (!event.aborted) inflight().clear();
+    request({ op: "settled", aborted: event.aborted });
   });
   pi.on("session_shutdown", async (event) => {
     if (isSub && event.reason === "quit") request({ op: "quit" });
