@@ -616,6 +616,8 @@ type piProc struct {
 	events []map[string]any
 	wake   chan struct{}
 	done   chan struct{}
+
+	stopOnce sync.Once
 }
 
 // startRPC starts Pi with --mode rpc in its own process group; the test's
@@ -719,6 +721,10 @@ func (p *piProc) response(id string) map[string]any {
 }
 
 func (p *piProc) stop() {
+	p.stopOnce.Do(p.doStop)
+}
+
+func (p *piProc) doStop() {
 	p.stdin.Close()
 	exited := make(chan error, 1)
 	go func() { exited <- p.cmd.Wait() }()
@@ -1237,4 +1243,80 @@ func startMockCtx(t *testing.T, script func(ctx context.Context, n int, req chat
 	m := startMock(t, nil)
 	m.scriptCtx = script
 	return m
+}
+
+// TestReceiptsSurviveRestartWithRealPi: the receipt of a delivery is the
+// user message recorded in Pi's session. A message file that reappears after
+// a restart (a crash between recording and unlinking) is acknowledged from
+// the saved session, never shown to the model twice.
+func TestReceiptsSurviveRestartWithRealPi(t *testing.T) {
+	mock := startMock(t, func(n int, req chatRequest) reply { return reply{Text: "noted"} })
+	e := newPiEnv(t, mock)
+	p := compiler.Profile{Name: "worker", Scope: "global", SourcePath: "/x/worker/config.json",
+		Launch: compiler.Launch{Tools: []string{"read"}, Skills: []string{}, Extensions: []string{}, SessionPersistence: "ephemeral", Invocation: "both"}}
+	prof, err := launch.ResolvedProfile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(e.runtime, fmt.Sprintf("pi-facets-%d", os.Geteuid()))
+	ch, err := channel.Create(root, channel.Manifest{MainSessionID: "facets-main-p", Title: "Keep", Task: "t", Cwd: e.work, Profile: prof})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	m, err := ch.Send(channel.ToMain, "only once")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(ch.Dir(), "to-main", channel.Safe(m.ID)+".json")
+	saved, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitGone := func() {
+		t.Helper()
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s was not acknowledged", file)
+			}
+		}
+	}
+	args := []string{"--no-extensions", "-e", e.bridge, "--session-id", "facets-main-p"}
+	first := e.startRPC(nil, args...)
+	waitGone()
+	first.waitFor("the delivery turn to settle", 20*time.Second, func(evs []map[string]any) bool {
+		for _, ev := range evs {
+			if ev["type"] == "agent_settled" {
+				return true
+			}
+		}
+		return false
+	})
+	first.stop()
+	if n := len(mock.Requests()); n != 1 {
+		t.Fatalf("first run: %d model requests, want 1", n)
+	}
+
+	if err := os.WriteFile(file, saved, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	second := e.startRPC(nil, args...)
+	waitGone()
+	second.send(map[string]any{"id": "st", "type": "get_state"})
+	second.response("st")
+	time.Sleep(time.Second) // a redelivery would start a run by now
+	second.mu.Lock()
+	for _, ev := range second.events {
+		if ev["type"] == "agent_start" {
+			t.Errorf("the restarted Main started a run: the delivery was shown again")
+			break
+		}
+	}
+	second.mu.Unlock()
+	if n := len(mock.Requests()); n != 1 {
+		t.Errorf("after the restart the model got %d requests in all, want still 1 (no redelivery)", n)
+	}
 }
