@@ -1320,3 +1320,22 @@ func TestReceiptsSurviveRestartWithRealPi(t *testing.T) {
 		t.Errorf("after the restart the model got %d requests in all, want still 1 (no redelivery)", n)
 	}
 }
+
+// TestSubStartFailureReportsToMain: a Sub whose profile cannot be applied
+// tells its Main through the channel and never reaches the model.
+func TestSubStartFailureReportsToMain(t *testing.T) {
+	mock := startMock(t, func(n int, req chatRequest) reply { return reply{Text: "should not be called"} })
+	e := newPiEnv(t, mock)
+	p := compiler.Profile{Name: "worker", Scope: "global", SourcePath: "/x/worker/config.json", Launch: compiler.Launch{
+		Model: "mock/mock-model", Tools: []string{"read", "no_such_tool"}, Skills: []string{}, Extensions: []string{}, SessionPersistence: "ephemeral", Invocation: "both"}}
+	ch := newSubChannel(t, e, p, "task")
+	args := launch.Spec{Profile: p, Bridge: e.bridge, Title: "Broken"}.Args()
+	e.run(e.subEnv(ch), append(args, "-p", "task")...)
+	msgs, _, err := ch.Pending(channel.ToMain)
+	if err != nil || len(msgs) != 1 || msgs[0].Text != "Unable to initialize Sub profile: Profile 'worker' references unknown tools: no_such_tool." {
+		t.Fatalf("to-main = %+v (%v)", msgs, err)
+	}
+	if n := len(mock.Requests()); n != 0 {
+		t.Errorf("a Sub that failed to start made %d model requests", n)
+	}
+}

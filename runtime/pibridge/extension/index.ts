@@ -311,6 +311,13 @@ export default function (pi: ExtensionAPI) {
     // Without a UI (print/json mode) the input handler reports it instead.
     if (startError && ctx.hasUI) report(`Cannot start agent: ${startError}`);
     if (!startError) startServe(ctx);
+    else if (isSub) {
+      // A Sub that cannot start tells its Main, which would otherwise wait
+      // for it forever, and quits.
+      const r = await run(["channel", "send", "--direction", "to-main"], { input: `Unable to initialize Sub profile: ${startError}` });
+      if (r.code !== 0) report(r.stderr.trim());
+      ctx.shutdown();
+    }
   });
 
   pi.on("resources_discover", async () => {
