@@ -108,7 +108,7 @@ func newPiPlanCmd(a *app) *cobra.Command {
 					plan = pibridge.Plan{Role: "sub", Error: err.Error()}
 					break
 				}
-				plan = pibridge.SubPlan(c.Manifest().Profile)
+				plan = pibridge.SubPlan(c.Manifest().Profile, c.Manifest().Origin)
 				c.Close()
 			default:
 				return usageError{fmt.Errorf("unknown --role %q (want main or sub)", role)}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/runtime"
 	"github.com/facets-dev/facets/runtime/launch"
 )
 
@@ -126,11 +127,20 @@ type SubProfile struct {
 	} `json:"launch"`
 }
 
+// ManualSubGuidance ends the protocol section of a Sub the user invoked
+// with /sub:<profile>.
+const ManualSubGuidance = "The user invoked this Sub directly through its profile command. Work on the user's request within your profile's purpose and report findings and related follow-ups to the Main with talk; the Main relays them."
+
 // SubPlan builds the plan of a Sub Pi from the raw profile snapshot of its
-// channel manifest: exactly the profile's non-MCP tools plus talk, the
-// protocol section and the profile's instructions.
-func SubPlan(rawProfile json.RawMessage) Plan {
-	p := Plan{Role: "sub", Sections: map[string]string{SectionSubProtocol: SubProtocol, SectionProfile: ""},
+// channel manifest and the run's origin ("manual" for /sub: runs): exactly
+// the profile's non-MCP tools plus talk, the protocol section and the
+// profile's instructions.
+func SubPlan(rawProfile json.RawMessage, origin string) Plan {
+	protocol := SubProtocol
+	if origin == runtime.OriginManual {
+		protocol += "\n\n" + ManualSubGuidance
+	}
+	p := Plan{Role: "sub", Sections: map[string]string{SectionSubProtocol: protocol, SectionProfile: ""},
 		Profiles: Notice{Text: "This is a Facets Sub; profiles are chosen by its Main.", Level: "info"}}
 	var sp SubProfile
 	if err := json.Unmarshal(rawProfile, &sp); err != nil || sp.Name == "" {

@@ -104,7 +104,7 @@ func TestCatalogLimit(t *testing.T) {
 func TestSubPlan(t *testing.T) {
 	raw := json.RawMessage(`{"version":1,"name":"worker","tools":["read","mcp__x__y","bash"],"instructions":"Be brief.",
 		"source":"global","sourcePath":"/p","resolvedSkills":["/s/SKILL.md"],"resolvedExtensions":[]}`)
-	got := SubPlan(raw)
+	got := SubPlan(raw, "")
 	want := Plan{Role: "sub",
 		Sections: map[string]string{SectionSubProtocol: SubProtocol, SectionProfile: "## Facets profile: worker\nBe brief."},
 		Profile:  &ActiveProfile{Name: "worker", Tools: []string{"read", "bash", "talk"}, Skills: []string{}},
@@ -112,7 +112,10 @@ func TestSubPlan(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("SubPlan (-want +got):\n%s", d)
 	}
-	if p := SubPlan(json.RawMessage(`null`)); p.Error == "" || p.Profile != nil {
+	if p := SubPlan(raw, "manual"); p.Sections[SectionSubProtocol] != SubProtocol+"\n\n"+ManualSubGuidance {
+		t.Errorf("manual Sub protocol = %q", p.Sections[SectionSubProtocol])
+	}
+	if p := SubPlan(json.RawMessage(`null`), ""); p.Error == "" || p.Profile != nil {
 		t.Errorf("SubPlan(null) = %+v, want an error", p)
 	}
 }

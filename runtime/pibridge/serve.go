@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/facets-dev/facets/runtime"
 	"github.com/facets-dev/facets/runtime/channel"
 )
 
@@ -369,7 +370,17 @@ func (s *server) submit(d channel.Delivery) error {
 		if _, closed, _ := d.Channel.Closed(); closed {
 			tail = "This Sub has already closed; this is a retained final delivery."
 		}
-		body = fmt.Sprintf("[Facets Sub message]\nSub '%s' (%s) says:\n%s\n\n%s", man.Title, m.RunID, m.Text, tail)
+		head := "[Facets Sub message]\n"
+		if man.Origin == runtime.OriginManual {
+			var p struct{ Name, Description string }
+			_ = json.Unmarshal(man.Profile, &p)
+			head += "[User-invoked specialist: " + p.Name + "]\n"
+			if p.Description != "" {
+				head += "Purpose: " + p.Description + "\n"
+			}
+			head += runtime.ManualMainGuidance + "\n"
+		}
+		body = fmt.Sprintf("%sSub '%s' (%s) says:\n%s\n\n%s", head, man.Title, m.RunID, m.Text, tail)
 	} else {
 		body = "[Facets Main message]\nMain says:\n" + m.Text
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/facets-dev/facets/runtime"
 	"github.com/facets-dev/facets/runtime/channel"
 )
 
@@ -313,5 +314,27 @@ func TestServeInflightAfterReload(t *testing.T) {
 	b.send(request{Op: "settled"})
 	if d := b.next("delivery"); d.Text != text {
 		t.Errorf("redelivery = %q", d.Text)
+	}
+}
+
+func TestServeMainManualRun(t *testing.T) {
+	root := privateRoot(t)
+	ch, err := channel.Create(root, channel.Manifest{MainSessionID: "m", Title: "review", Task: "t", Cwd: "/", Origin: "manual",
+		Profile: json.RawMessage(`{"version":1,"name":"review","description":"MR review","tools":["read"],"source":"global","sourcePath":"/p","resolvedSkills":[],"resolvedExtensions":[]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	m, err := ch.Send(channel.ToMain, "found 2 bugs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := startServe(t, ServeOptions{Role: "main", Root: root, MainSession: "m", Discover: 50 * time.Millisecond})
+	b.send(request{Op: "ready"})
+	want := channel.FormatDeliveryHeader(m.Receipt()) + "[Facets Sub message]\n[User-invoked specialist: review]\nPurpose: MR review\n" +
+		runtime.ManualMainGuidance + "\nSub 'review' (" + m.RunID + ") says:\nfound 2 bugs\n\n" +
+		"Use talk with runId '" + m.RunID + "' to respond, or close_sub when the delivery is accepted and no more work is needed."
+	if d := b.next("delivery"); d.Text != want {
+		t.Errorf("delivery = %q, want %q", d.Text, want)
 	}
 }

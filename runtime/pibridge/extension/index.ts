@@ -303,7 +303,10 @@ export default function (pi: ExtensionAPI) {
     if (plan?.profile && !startError) {
       try {
         await applyProfile(ctx, plan.profile);
-        if (ctx.hasUI) ctx.ui.setStatus("facets-profile", `${isSub ? "sub" : "profile"}:${plan.profile.name}`);
+        if (ctx.hasUI) {
+          if (isSub) ctx.ui.setStatus("facets", `sub · ${plan.profile.name}`);
+          else ctx.ui.setStatus("facets-profile", `profile:${plan.profile.name}`);
+        }
       } catch (err) {
         startError = (err as Error).message;
       }
