@@ -64,6 +64,12 @@ FACETS_PI_BRIDGE).`,
 			if err != nil {
 				return fmt.Errorf("locate the facets binary: %w", err)
 			}
+			// A `go run` binary lives in a build cache directory that is
+			// deleted afterwards; recording it would break the extension.
+			if strings.Contains(bin, string(filepath.Separator)+"go-build") {
+				fmt.Fprintf(a.stderr, "facets: %s is a temporary go run binary; the extension will run \"facets\" from PATH\n", bin)
+				bin = ""
+			}
 			path, err := pibridge.Write(d, pibridge.Config{FacetsBin: bin})
 			if err != nil {
 				return err

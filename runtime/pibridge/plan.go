@@ -114,10 +114,10 @@ func MainPlan(m *compiler.Manifest, ds []compiler.Diagnostic, profile string) Pl
 	return p
 }
 
-// SubProfile is the part of a channel manifest's profile snapshot a Sub
+// subProfile is the part of a channel manifest's profile snapshot a Sub
 // applies. Both the reference's ResolvedProfile shape and a compiler
 // Launch nested under "launch" are accepted.
-type SubProfile struct {
+type subProfile struct {
 	Name         string   `json:"name"`
 	Tools        []string `json:"tools"`
 	Instructions string   `json:"instructions"`
@@ -142,7 +142,7 @@ func SubPlan(rawProfile json.RawMessage, origin string) Plan {
 	}
 	p := Plan{Role: "sub", Sections: map[string]string{SectionSubProtocol: protocol, SectionProfile: ""},
 		Profiles: Notice{Text: "This is a Facets Sub; profiles are chosen by its Main.", Level: "info"}}
-	var sp SubProfile
+	var sp subProfile
 	if err := json.Unmarshal(rawProfile, &sp); err != nil || sp.Name == "" {
 		p.Error = "Invalid Facets channel manifest: profile snapshot is unreadable."
 		return p
