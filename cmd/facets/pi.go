@@ -26,8 +26,12 @@ which records this binary's path) so no separate package is needed.
 
 The default directory is <agentDir>/extensions/facets, which Pi discovers on
 its own. A Sub is launched with --no-extensions -e <path>, where <path> is
-what --path prints (pass it to facets delegate with --bridge or set
-FACETS_PI_BRIDGE).`,
+what --path prints: the extension passes itself to facets delegate and
+facets invoke as --bridge; by hand, pass --bridge or set FACETS_PI_BRIDGE.
+
+The extension runs hidden helpers of this command: "plan" (what to apply
+at startup, as JSON) and "serve" (channel deliveries and receipts over
+JSON lines on stdin/stdout, for the life of the Pi process).`,
 		Example: `  facets pi-extension install
   facets pi-extension --path
   pi --profile reviewer`,
