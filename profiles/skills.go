@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // PrivateSkills discovers the skills in <profileDir>/skills: every
@@ -20,10 +21,13 @@ func PrivateSkills(profileDir, subject string) ([]string, []Problem) {
 	root := filepath.Join(profileDir, "skills")
 	var skills []string
 	var probs []Problem
-	visited := map[string]bool{}
+	visited := map[fileID]bool{}
 	var visit func(dir string, isRoot bool)
 	visit = func(dir string, isRoot bool) {
-		real, err := filepath.EvalSymlinks(dir)
+		// The directory's device and inode identify it however it was
+		// reached, which stops symlink loops with one stat per directory
+		// instead of resolving every path component.
+		fi, err := os.Stat(dir)
 		if errors.Is(err, fs.ErrNotExist) && isRoot {
 			return
 		}
@@ -33,10 +37,11 @@ func PrivateSkills(profileDir, subject string) ([]string, []Problem) {
 				Hint:    "remove the broken symlink or fix its target"})
 			return
 		}
-		if visited[real] {
+		id, ok := idOf(fi)
+		if ok && visited[id] {
 			return
 		}
-		visited[real] = true
+		visited[id] = true
 		if fi, err := os.Stat(filepath.Join(dir, "SKILL.md")); err == nil && fi.Mode().IsRegular() {
 			skills = append(skills, filepath.Join(dir, "SKILL.md"))
 			return
@@ -149,21 +154,34 @@ func expandHome(ref, home string) string {
 	return ref
 }
 
-// DedupeByRealPath removes later paths that resolve to the same file as an
-// earlier one, so a symlinked skill is passed to Pi once.
+// DedupeByRealPath removes later paths that name the same file as an
+// earlier one (through a symlink or another route), so a skill is passed to
+// Pi once. Files are compared by device and inode, which is what realpath
+// equality means, at the cost of one stat each.
 func DedupeByRealPath(paths []string) []string {
-	seen := map[string]bool{}
+	seen := map[fileID]bool{}
 	var out []string
 	for _, p := range paths {
-		key := p
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			key = r
+		if fi, err := os.Stat(p); err == nil {
+			if id, ok := idOf(fi); ok {
+				if seen[id] {
+					continue
+				}
+				seen[id] = true
+			}
 		}
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
 		out = append(out, p)
 	}
 	return out
+}
+
+// fileID identifies a file independently of the path used to reach it.
+type fileID struct{ dev, ino uint64 }
+
+func idOf(fi os.FileInfo) (fileID, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, false
+	}
+	return fileID{dev: uint64(st.Dev), ino: st.Ino}, true
 }
