@@ -89,7 +89,7 @@ func BenchmarkSchemaLoad(b *testing.B) {
 }
 
 // TestParallelValidationMatchesSequential compiles a tree large enough for
-// several workers, with invalid profiles spread through it, and checks the
+// several workers, with invalid profiles and roles spread through it, and checks the
 // manifest is byte-identical to a one-worker compile. Run it with -race.
 func TestParallelValidationMatchesSequential(t *testing.T) {
 	root := t.TempDir()
@@ -105,6 +105,15 @@ func TestParallelValidationMatchesSequential(t *testing.T) {
 		p := filepath.Join(root, "agent", "facets", "profiles", name, "config.json")
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		role := fmt.Sprintf("---\ndescription: role %d\ntools: read, bash\n---\nBody.\n", i)
+		if i%11 == 4 {
+			role = fmt.Sprintf("---\ndescription: role %d\nthinking: extreme\n---\nBody.\n", i)
+		}
+		r := filepath.Join(root, "agent", "agents", fmt.Sprintf("r%03d.md", i))
+		os.MkdirAll(filepath.Dir(r), 0o755)
+		if err := os.WriteFile(r, []byte(role), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -131,9 +140,12 @@ func TestParallelValidationMatchesSequential(t *testing.T) {
 	if string(seq) != string(par) {
 		t.Fatalf("parallel compile differs from sequential:\n%s\n---\n%s", seq, par)
 	}
-	// 43 empty tool lists (one error each) and 43 misspelled keys (unknown
-	// field plus missing tools).
-	if n := strings.Count(string(seq), `"severity": "error"`); n != 43+43*2 {
-		t.Errorf("got %d error diagnostics, want %d", n, 43+43*2)
+	// 43 empty tool lists (one error each), 43 misspelled keys (unknown
+	// field plus missing tools) and 27 roles with a bad thinking level.
+	if n := strings.Count(string(seq), `"severity": "error"`); n != 43+43*2+27 {
+		t.Errorf("got %d error diagnostics, want %d", n, 43+43*2+27)
+	}
+	if n := strings.Count(string(seq), `"layer": "global"`); n != 300-27 {
+		t.Errorf("got %d roles, want %d", n, 300-27)
 	}
 }

@@ -82,7 +82,7 @@ func Compile(schema *cue.Schema, opts Options) (*Manifest, []Diagnostic, error) 
 	m.Main = c.mainSections(trust.Trusted)
 	roles, roleDiags, roleSources := compileRoles(schema, RoleInput{
 		BundledDir: opts.BundledRoles, Packs: opts.RolePacks,
-		AgentDir: env.AgentDir, Cwd: env.Cwd, Trusted: trust.Trusted,
+		AgentDir: env.AgentDir, Cwd: env.Cwd, Trusted: trust.Trusted, Workers: opts.Workers,
 	})
 	m.Roles = roles
 	c.diags = append(c.diags, roleDiags...)
@@ -220,20 +220,31 @@ type checkedEntry struct {
 // compiling; loading one costs about as much as validating a few profiles.
 const parallelMin = 64
 
-// validateAll validates entries on up to GOMAXPROCS workers, each with its
-// own schema instance, and returns the results in entry order so output
-// stays deterministic.
+// validateAll validates entries in parallel and returns the results in
+// entry order, so output stays deterministic.
 func (c *compilation) validateAll(entries []profiles.Entry, limit int) []checkedEntry {
 	out := make([]checkedEntry, len(entries))
+	forEachParallel(c.schema, len(entries), limit, func(s *cue.Schema, i int) {
+		v := validator{schema: s}
+		cand := v.validateEntry(entries[i])
+		out[i] = checkedEntry{cand: cand, diags: v.diags}
+	})
+	return out
+}
+
+// forEachParallel calls fn for every index below n on up to limit workers
+// (zero means GOMAXPROCS), giving each worker its own schema because a CUE
+// context is not safe for concurrent use. first serves the first worker.
+func forEachParallel(first *cue.Schema, n, limit int, fn func(s *cue.Schema, i int)) {
 	if limit <= 0 {
 		limit = runtime.GOMAXPROCS(0)
 	}
-	workers := min(limit, 8, max(1, len(entries)/parallelMin))
-	schemas := []*cue.Schema{c.schema}
+	workers := min(limit, 8, max(1, n/parallelMin))
+	schemas := []*cue.Schema{first}
 	for len(schemas) < workers {
 		s, err := cue.Load()
 		if err != nil {
-			break // the embedded schema loaded once already; fall back to fewer workers
+			break // the embedded schema loaded once already; run with fewer workers
 		}
 		schemas = append(schemas, s)
 	}
@@ -241,21 +252,18 @@ func (c *compilation) validateAll(entries []profiles.Entry, limit int) []checked
 	next := make(chan int)
 	for _, s := range schemas {
 		wg.Add(1)
-		go func(s *cue.Schema) {
+		go func() {
 			defer wg.Done()
 			for i := range next {
-				v := validator{schema: s}
-				cand := v.validateEntry(entries[i])
-				out[i] = checkedEntry{cand: cand, diags: v.diags}
+				fn(s, i)
 			}
-		}(s)
+		}()
 	}
-	for i := range entries {
+	for i := range n {
 		next <- i
 	}
 	close(next)
 	wg.Wait()
-	return out
 }
 
 // validateEntry checks one entry's files and config against the schema and

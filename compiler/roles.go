@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	cuelang "cuelang.org/go/cue"
@@ -26,6 +27,7 @@ type RoleInput struct {
 	AgentDir   string   // Pi's agent dir; global roles live in <AgentDir>/agents
 	Cwd        string   // project roles live in <Cwd>/.pi/agents
 	Trusted    bool     // an untrusted project contributes no roles
+	Workers    int      // bounds parallel validation; zero means GOMAXPROCS
 }
 
 // roleKeys are the frontmatter keys of #Role, in the order checked against
@@ -64,15 +66,25 @@ func compileRoles(schema *cue.Schema, in RoleInput) (roles []Role, diags []Diagn
 		diags = append(diags, Diagnostic{Severity: roleProblemSeverity(p.Code), Code: p.Code, File: p.Path,
 			Line: p.Line, Column: p.Column, Message: p.Message, Hint: p.Hint, Subject: p.Subject})
 	}
-	p := newRoleParser(schema)
-	var defs []roleDef
-	for _, f := range found.Files {
+	defs := make([]roleDef, len(found.Files))
+	fileDiags := make([][]Diagnostic, len(found.Files))
+	parsers := map[*cue.Schema]*roleParser{}
+	var mu sync.Mutex
+	forEachParallel(schema, len(found.Files), in.Workers, func(s *cue.Schema, i int) {
+		mu.Lock()
+		p := parsers[s]
+		if p == nil {
+			p = newRoleParser(s)
+			parsers[s] = p
+		}
+		mu.Unlock()
+		defs[i], fileDiags[i] = p.parse(found.Files[i])
+	})
+	for i, f := range found.Files {
 		if f.Data != nil {
 			sources = append(sources, Source{Path: f.Path, SHA256: Digest(f.Data)})
 		}
-		def, ds := p.parse(f)
-		defs = append(defs, def)
-		diags = append(diags, ds...)
+		diags = append(diags, fileDiags[i]...)
 	}
 	for _, pkg := range found.Packages {
 		sources = append(sources, Source{Path: pkg.Path, SHA256: Digest(pkg.Data)})
