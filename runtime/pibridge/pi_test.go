@@ -911,28 +911,13 @@ func TestDelegateTalkCloseWithRealPi(t *testing.T) {
 	if r := main.response("p1"); r["success"] != true {
 		t.Fatalf("prompt: %v", r)
 	}
-	var agent herdrAgent
-	main.waitFor("the runtime to start and prompt the Sub in the fake herdr", 60*time.Second, func([]map[string]any) bool {
-		for _, a := range readHerdrAgents(t, herdrState) {
-			if len(a.Prompts) > 0 {
-				agent = a
-				return true
-			}
-		}
-		return false
-	})
+	sub, agent := e.playHerdrPane(main, herdrState)
 	if agent.Prompts[0] != task {
 		t.Fatalf("herdr prompt = %q, want the task %q", agent.Prompts[0], task)
 	}
 	if agent.Env["PI_FACETS_ROLE"] != "sub" || agent.Env["PI_FACETS_CHANNEL"] == "" || agent.Env["PI_FACETS_TOKEN_FILE"] == "" {
 		t.Fatalf("Sub tab env = %v", agent.Env)
 	}
-	var subEnv []string
-	for k, v := range agent.Env {
-		subEnv = append(subEnv, k+"="+v)
-	}
-	sub := e.startRPC(subEnv, agent.Args...)
-	sub.send(map[string]any{"id": "s1", "type": "prompt", "message": agent.Prompts[0]})
 
 	main.waitFor("the Main's model to close the Sub", 60*time.Second, func([]map[string]any) bool {
 		for _, r := range mock.Requests() {

@@ -368,9 +368,18 @@ export default function (pi: ExtensionAPI) {
     inflight().delete(text);
     request({ op: "receipt", text });
   });
-  pi.on("agent_start", async () => request({ op: "turn-start" }));
+  // A Sub's turn id changes with each user input of a run (the first one
+  // and every follow-up), so a late interrupt_sub cannot cancel later work.
+  let userInputs = 0;
+  pi.on("agent_start", async () => {
+    userInputs = 0;
+    if (isSub) request({ op: "turn-start" });
+  });
+  pi.on("message_start", async (event) => {
+    if (isSub && (event.message as any).role === "user" && ++userInputs > 1) request({ op: "turn-start" });
+  });
   pi.on("agent_settled", async (event, ctx) => {
-    request({ op: "turn-end" });
+    if (isSub) request({ op: "turn-end" });
     if (ctx.hasPendingMessages()) return;
     if (!event.aborted) inflight().clear();
     request({ op: "settled", aborted: event.aborted });
