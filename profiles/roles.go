@@ -114,7 +114,7 @@ func (d *roleDiscovery) layerDir(layer, dir string, required bool) {
 	}
 	if err != nil {
 		d.problem(Problem{Path: dir, Code: "unreadable-role-dir",
-			Message: fmt.Sprintf("Cannot read %s role directory %s: %v", layer, dir, rolePathErr(err)),
+			Message: fmt.Sprintf("Cannot read %s role directory %s: %v", layer, dir, unwrapPath(err)),
 			Hint:    "make it a readable directory of .md role files"})
 		return
 	}
@@ -203,7 +203,7 @@ func (d *roleDiscovery) packs(paths []string) {
 
 func (d *roleDiscovery) unreadablePack(p string, err error) {
 	d.problem(Problem{Path: p, Code: "unreadable-role-pack-path",
-		Message: fmt.Sprintf("Cannot read registered role-pack path %s: %v", p, rolePathErr(err)),
+		Message: fmt.Sprintf("Cannot read registered role-pack path %s: %v", p, unwrapPath(err)),
 		Hint:    "register a readable .md file or a directory of them"})
 }
 
@@ -244,7 +244,7 @@ func (d *roleDiscovery) readRole(layer, path string, id packageIdentity) {
 func readRoleFile(path string) ([]byte, *Problem) {
 	fail := func(err error) ([]byte, *Problem) {
 		return nil, &Problem{Path: path, Code: "unreadable-role-definition",
-			Message: fmt.Sprintf("Cannot read role definition %s: %v", path, rolePathErr(err)),
+			Message: fmt.Sprintf("Cannot read role definition %s: %v", path, unwrapPath(err)),
 			Hint:    "make it a readable regular file"}
 	}
 	tooLarge := func(size string) ([]byte, *Problem) {
@@ -341,7 +341,7 @@ func (d *roleDiscovery) readPackage(path string) packageIdentity {
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
-		return warn(rolePathErr(err))
+		return warn(unwrapPath(err))
 	}
 	if !fi.Mode().IsRegular() {
 		return warn(fmt.Errorf("not a regular file (%s)", fileKind(fi.Mode())))
@@ -351,7 +351,7 @@ func (d *roleDiscovery) readPackage(path string) packageIdentity {
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return warn(rolePathErr(err))
+		return warn(unwrapPath(err))
 	}
 	d.out.Packages = append(d.out.Packages, PackageFile{Path: path, Data: data})
 	var meta map[string]json.RawMessage
@@ -407,14 +407,4 @@ func KeyLines(yaml []byte, key string) []int {
 		}
 	}
 	return lines
-}
-
-// rolePathErr drops the path from *fs.PathError, because the message
-// already names the file.
-func rolePathErr(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

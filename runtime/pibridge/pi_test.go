@@ -749,13 +749,10 @@ func (p *piProc) doStop() {
 	}
 }
 
-// TestMainReceivesDeliveryWithRealPi puts a Sub→Main message in a run
-// channel of the Main's session and checks that real Pi submits it as one
-// user message starting with the delivery header, and that the recorded
-// message's receipt removes it from the inbox.
-func TestMainReceivesDeliveryWithRealPi(t *testing.T) {
-	mock := startMock(t, func(n int, req chatRequest) reply { return reply{Text: "noted"} })
-	e := newPiEnv(t, mock)
+// workerChannel creates a run channel of the Main session mainSession in
+// e's runtime dir, as facets delegate would, for a one-tool "worker" Sub.
+func workerChannel(t *testing.T, e *piEnv, mainSession, title string) *channel.Channel {
+	t.Helper()
 	p := compiler.Profile{Name: "worker", Scope: "global", SourcePath: "/x/worker/config.json",
 		Launch: compiler.Launch{Tools: []string{"read"}, Skills: []string{}, Extensions: []string{}, SessionPersistence: "ephemeral", Invocation: "both"}}
 	prof, err := launch.ResolvedProfile(p)
@@ -763,11 +760,22 @@ func TestMainReceivesDeliveryWithRealPi(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := filepath.Join(e.runtime, fmt.Sprintf("pi-facets-%d", os.Geteuid()))
-	ch, err := channel.Create(root, channel.Manifest{MainSessionID: "facets-main-1", Title: "Summarise", Task: "t", Cwd: e.work, Profile: prof})
+	ch, err := channel.Create(root, channel.Manifest{MainSessionID: mainSession, Title: title, Task: "t", Cwd: e.work, Profile: prof})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ch.Close()
+	t.Cleanup(func() { ch.Close() })
+	return ch
+}
+
+// TestMainReceivesDeliveryWithRealPi puts a Sub→Main message in a run
+// channel of the Main's session and checks that real Pi submits it as one
+// user message starting with the delivery header, and that the recorded
+// message's receipt removes it from the inbox.
+func TestMainReceivesDeliveryWithRealPi(t *testing.T) {
+	mock := startMock(t, func(n int, req chatRequest) reply { return reply{Text: "noted"} })
+	e := newPiEnv(t, mock)
+	ch := workerChannel(t, e, "facets-main-1", "Summarise")
 	m, err := ch.Send(channel.ToMain, "result: 7")
 	if err != nil {
 		t.Fatal(err)
@@ -1237,18 +1245,7 @@ func startMockCtx(t *testing.T, script func(ctx context.Context, n int, req chat
 func TestReceiptsSurviveRestartWithRealPi(t *testing.T) {
 	mock := startMock(t, func(n int, req chatRequest) reply { return reply{Text: "noted"} })
 	e := newPiEnv(t, mock)
-	p := compiler.Profile{Name: "worker", Scope: "global", SourcePath: "/x/worker/config.json",
-		Launch: compiler.Launch{Tools: []string{"read"}, Skills: []string{}, Extensions: []string{}, SessionPersistence: "ephemeral", Invocation: "both"}}
-	prof, err := launch.ResolvedProfile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Join(e.runtime, fmt.Sprintf("pi-facets-%d", os.Geteuid()))
-	ch, err := channel.Create(root, channel.Manifest{MainSessionID: "facets-main-p", Title: "Keep", Task: "t", Cwd: e.work, Profile: prof})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
+	ch := workerChannel(t, e, "facets-main-p", "Keep")
 	m, err := ch.Send(channel.ToMain, "only once")
 	if err != nil {
 		t.Fatal(err)
