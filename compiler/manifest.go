@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/facets-dev/facets/cue"
 )
 
 // ManifestVersion is the format version of the launch manifest.
@@ -180,4 +182,26 @@ func WriteFileAtomic(path string, b []byte, perm os.FileMode) error {
 		d.Close()
 	}
 	return nil
+}
+
+// ReadManifest reads a manifest written by facets compile, checking it
+// against the #Manifest schema first, so a stale or hand-edited file is
+// reported with its position instead of launching a wrong snapshot.
+func ReadManifest(schema *cue.Schema, path string) (*Manifest, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	if res := schema.ValidateJSON(cue.Manifest, path, data); !res.OK() {
+		f := res.Findings[0]
+		return nil, fmt.Errorf("read manifest %s:%d:%d: %s", f.File, f.Line, f.Column, f.Message)
+	}
+	var m Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("read manifest %s: %w", path, err)
+	}
+	if m.Version != ManifestVersion {
+		return nil, fmt.Errorf("read manifest %s: version %d, want %d", path, m.Version, ManifestVersion)
+	}
+	return &m, nil
 }

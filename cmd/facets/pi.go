@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/pibridge"
 )
@@ -97,7 +99,7 @@ func extensionDir(dir, agentDir string) (string, error) {
 // the extension can show the error inside Pi.
 func newPiPlanCmd(a *app) *cobra.Command {
 	var src sourceFlags
-	var role, profile string
+	var role, profile, manifest string
 	cmd := &cobra.Command{
 		Use:    "plan --role main|sub [--profile NAME]",
 		Short:  "Print the startup plan the Pi extension applies (JSON)",
@@ -107,9 +109,10 @@ func newPiPlanCmd(a *app) *cobra.Command {
 			var plan pibridge.Plan
 			switch role {
 			case "main":
-				m, ds, _, err := src.compile(nil)
+				m, ds, err := mainManifest(&src, manifest)
 				if err != nil {
-					return err
+					plan = pibridge.Plan{Role: "main", Error: err.Error()}
+					break
 				}
 				plan = pibridge.MainPlan(m, ds, profile)
 			case "sub":
@@ -131,7 +134,26 @@ func newPiPlanCmd(a *app) *cobra.Command {
 	src.register(cmd)
 	cmd.Flags().StringVar(&role, "role", "main", "main or sub")
 	cmd.Flags().StringVar(&profile, "profile", "", "startup profile of a Main (pi --profile)")
+	cmd.Flags().StringVar(&manifest, "manifest", os.Getenv("FACETS_MANIFEST"), "frozen manifest from facets compile --out (default $FACETS_MANIFEST; if unset, compile the sources now)")
 	return cmd
+}
+
+// mainManifest is the Main's catalog: the frozen manifest when one is
+// given, so later edits to the sources change nothing, else a fresh compile.
+func mainManifest(src *sourceFlags, frozen string) (*compiler.Manifest, []compiler.Diagnostic, error) {
+	if frozen == "" {
+		m, ds, _, err := src.compile(nil)
+		return m, ds, err
+	}
+	schema, err := cue.Load()
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := compiler.ReadManifest(schema, frozen)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, m.Diagnostics, nil
 }
 
 // newPiServeCmd is the extension's long-lived helper; it speaks JSON lines

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/herdr"
 	"github.com/facets-dev/facets/profiles"
 	"github.com/facets-dev/facets/runtime"
@@ -175,7 +176,7 @@ type manifestFlags struct {
 
 func (f *manifestFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.manifest, "manifest", "", "compiled manifest (facets compile --out); default: compile the sources now")
+	fl.StringVar(&f.manifest, "manifest", os.Getenv("FACETS_MANIFEST"), "frozen manifest from facets compile --out (default $FACETS_MANIFEST; if unset, compile the sources now)")
 	fl.StringVar(&f.bridge, "bridge", os.Getenv("FACETS_PI_BRIDGE"), "absolute path of the Facets Pi bridge extension (default $FACETS_PI_BRIDGE)")
 	// The compile flags of sourceFlags, except that the Main's cwd is
 	// --main-cwd: --cwd is the Sub's working directory here.
@@ -199,15 +200,15 @@ func (f *manifestFlags) load(run *runFlags, profile string) (*compiler.Manifest,
 		return nil, "", usageError{err}
 	}
 	if f.manifest != "" {
-		data, err := os.ReadFile(f.manifest)
+		schema, err := cue.Load()
 		if err != nil {
-			return nil, "", usageError{fmt.Errorf("read manifest: %w", err)}
+			return nil, "", err
 		}
-		var m compiler.Manifest
-		if err := json.Unmarshal(data, &m); err != nil {
-			return nil, "", usageError{fmt.Errorf("read manifest %s: %w", f.manifest, err)}
+		m, err := compiler.ReadManifest(schema, f.manifest)
+		if err != nil {
+			return nil, "", usageError{err}
 		}
-		return &m, bridge, nil
+		return m, bridge, nil
 	}
 	f.src.agentDir = run.agentDir
 	m, ds, _, err := f.src.compile([]string{profile})
