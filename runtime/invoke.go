@@ -17,6 +17,8 @@ type InvokeRequest struct {
 	MainSessionID string
 	Profile       string
 	Task          string
+	// ToolSources is the Main Pi's tool provenance, as in DelegateRequest.
+	ToolSources map[string]launch.ToolSource
 }
 
 // Invoke runs a user profile command with the reference's binding rules:
@@ -33,6 +35,11 @@ func (rt *Runtime) Invoke(ctx context.Context, req InvokeRequest) (Delegation, e
 	}
 	p, err := findProfile(req.Manifest, req.Profile)
 	if err != nil {
+		return Delegation{}, err
+	}
+	// The reference checks tool provenance before any binding decision, so
+	// a profile whose tools cannot reach a Sub is refused even when queuing.
+	if _, err := withToolExtensions(p, req.ToolSources); err != nil {
 		return Delegation{}, err
 	}
 	// One invocation per profile at a time, so two commands cannot both
@@ -58,7 +65,7 @@ func (rt *Runtime) Invoke(ctx context.Context, req InvokeRequest) (Delegation, e
 			return rt.queueInvocation(run, p.Name, req.Task)
 		}
 	}
-	dreq := DelegateRequest{Manifest: req.Manifest, MainSessionID: req.MainSessionID, Profile: p.Name, Task: req.Task, Manual: true}
+	dreq := DelegateRequest{Manifest: req.Manifest, MainSessionID: req.MainSessionID, Profile: p.Name, Task: req.Task, Manual: true, ToolSources: req.ToolSources}
 	if run != nil && run.Persistent() {
 		if p.Launch.SessionPersistence != "persistent" {
 			return Delegation{}, errors.New("This profile already has a persistent binding; keep sessionPersistence set to persistent to reuse it.")

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -126,6 +127,10 @@ type DelegateRequest struct {
 	ResumeSessionID string
 	// Manual marks a user profile command; only Invoke sets it.
 	Manual bool
+	// ToolSources is the Main Pi's tool provenance by tool name. When set,
+	// the Sub also loads the extensions owning the profile's tools; nil
+	// launches the compiled profile as it is.
+	ToolSources map[string]launch.ToolSource
 }
 
 // Delegate launches a Sub for an agent-invokable profile, or resumes a
@@ -144,6 +149,9 @@ func (rt *Runtime) Delegate(ctx context.Context, req DelegateRequest) (Delegatio
 	}
 	if !req.Manual && !p.AgentInvokable {
 		return Delegation{}, errors.New("This profile is user-invoked only; use its slash command.")
+	}
+	if p, err = withToolExtensions(p, req.ToolSources); err != nil {
+		return Delegation{}, err
 	}
 	title := herdr.NormalizeTitle(req.Title)
 	task := req.Task
@@ -224,6 +232,26 @@ func delegation(run *Run) Delegation {
 		d.TabID, d.PaneID = run.Surface.TabID, run.Surface.PaneID
 	}
 	return d
+}
+
+// withToolExtensions adds to p's launch snapshot the extensions that own
+// its tools according to the Main's tool sources; nil sources change nothing.
+func withToolExtensions(p compiler.Profile, sources map[string]launch.ToolSource) (compiler.Profile, error) {
+	if sources == nil {
+		return p, nil
+	}
+	exts, err := launch.ResolveExtensions(p.Name, p.Launch.Tools, sources)
+	if err != nil {
+		return p, err
+	}
+	merged := slices.Clone(p.Launch.Extensions)
+	for _, e := range exts {
+		if !slices.Contains(merged, e) {
+			merged = append(merged, e)
+		}
+	}
+	p.Launch.Extensions = merged
+	return p, nil
 }
 
 func (rt *Runtime) herdrAgentState() string {
