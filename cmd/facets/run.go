@@ -20,6 +20,7 @@ import (
 	"github.com/facets-dev/facets/profiles"
 	"github.com/facets-dev/facets/runtime"
 	"github.com/facets-dev/facets/runtime/channel"
+	"github.com/facets-dev/facets/runtime/launch"
 )
 
 // runFlags are the flags shared by the Sub commands: which Main they act
@@ -227,10 +228,59 @@ func (f *manifestFlags) load(run *runFlags, profile string) (*compiler.Manifest,
 	return m, bridge, nil
 }
 
+// toolSourceHelp documents --tool-source for delegate and invoke.
+const toolSourceHelp = `where the Main's tool NAME comes from, so the Sub loads the extension owning it; repeatable.
+Either NAME=PATH (PATH is Pi's sourceInfo.path; builtin:… and <builtin:…> paths are built-ins)
+or a JSON object {"name":NAME,"path":PATH,"source":SOURCE} carrying Pi's sourceInfo verbatim
+(source "builtin", "sdk", a package source, …). Once given, every non-MCP profile tool must be listed`
+
+// toolSources is the repeatable --tool-source flag: the Main Pi's tool
+// provenance by tool name, handed to the runtime unchanged.
+type toolSources map[string]launch.ToolSource
+
+func (ts *toolSources) String() string { return "" }
+func (ts *toolSources) Type() string   { return "NAME=PATH|JSON" }
+
+// Set parses NAME=PATH or {"name","path","source"}; a tool may be named once.
+func (ts *toolSources) Set(v string) error {
+	var t struct {
+		Name   string `json:"name"`
+		Path   string `json:"path"`
+		Source string `json:"source"`
+	}
+	if strings.HasPrefix(v, "{") {
+		dec := json.NewDecoder(strings.NewReader(v))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&t); err != nil {
+			return fmt.Errorf("tool source %q: %w", v, err)
+		}
+	} else {
+		var ok bool
+		if t.Name, t.Path, ok = strings.Cut(v, "="); !ok {
+			return fmt.Errorf("tool source %q: want NAME=PATH or a JSON object", v)
+		}
+		if strings.HasPrefix(t.Path, "builtin:") || strings.HasPrefix(t.Path, "<builtin:") {
+			t.Source = "builtin"
+		}
+	}
+	if t.Name == "" {
+		return fmt.Errorf("tool source %q names no tool", v)
+	}
+	if _, dup := (*ts)[t.Name]; dup {
+		return fmt.Errorf("tool %s has more than one --tool-source", t.Name)
+	}
+	if *ts == nil {
+		*ts = toolSources{}
+	}
+	(*ts)[t.Name] = launch.ToolSource{Path: t.Path, Source: t.Source}
+	return nil
+}
+
 func newDelegateCmd(a *app) *cobra.Command {
 	var rf runFlags
 	var mf manifestFlags
 	var req runtime.DelegateRequest
+	var sources toolSources
 	cmd := &cobra.Command{
 		Use:   "delegate --profile P --title T --task TEXT",
 		Short: "Launch a Sub for an agent-invokable profile in a Herdr tab, or resume a persistent one",
@@ -252,7 +302,7 @@ kept and its id printed so "facets close --run ID" can retry.
 				return usageError{errors.New("delegate needs --profile and --task")}
 			}
 			return rf.launch(a, cmd, &mf, req.Profile, func(ctx context.Context, rt *runtime.Runtime, m *compiler.Manifest) (string, any, error) {
-				req.Manifest, req.MainSessionID = m, rf.mainSession
+				req.Manifest, req.MainSessionID, req.ToolSources = m, rf.mainSession, sources
 				d, err := rt.Delegate(ctx, req)
 				return d.Text(), d, err
 			})
@@ -266,6 +316,7 @@ kept and its id printed so "facets close --run ID" can retry.
 	fl.StringVar(&req.Task, "task", "", "the Sub's first prompt (required)")
 	fl.StringVar(&req.Cwd, "cwd", "", "the Sub's working directory, relative to the Main's (ignored on --resume)")
 	fl.StringVar(&req.ResumeSessionID, "resume", "", "closed persistent Sub session to resume (id or unique prefix)")
+	fl.Var(&sources, "tool-source", toolSourceHelp)
 	return cmd
 }
 
@@ -273,6 +324,7 @@ func newInvokeCmd(a *app) *cobra.Command {
 	var rf runFlags
 	var mf manifestFlags
 	var req runtime.InvokeRequest
+	var sources toolSources
 	cmd := &cobra.Command{
 		Use:   "invoke --profile P [--task TEXT]",
 		Short: "Run a user profile command (/sub:<profile>): reuse, resume or create the Main's bound Sub",
@@ -293,7 +345,7 @@ queued (plus "messageId" when queued); "text" is the notification line
 				return usageError{errors.New("invoke needs --profile")}
 			}
 			return rf.launch(a, cmd, &mf, req.Profile, func(ctx context.Context, rt *runtime.Runtime, m *compiler.Manifest) (string, any, error) {
-				req.Manifest, req.MainSessionID = m, rf.mainSession
+				req.Manifest, req.MainSessionID, req.ToolSources = m, rf.mainSession, sources
 				d, err := rt.Invoke(ctx, req)
 				return runtime.InvocationText(d), d, err
 			})
@@ -303,6 +355,7 @@ queued (plus "messageId" when queued); "text" is the notification line
 	mf.register(cmd)
 	cmd.Flags().StringVar(&req.Profile, "profile", "", "profile to invoke (required)")
 	cmd.Flags().StringVar(&req.Task, "task", "", "the user's request (default: the profile's own task)")
+	cmd.Flags().Var(&sources, "tool-source", toolSourceHelp)
 	return cmd
 }
 

@@ -3,12 +3,16 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // fakeHerdr builds herdr/fakeherdr for one test (the build cache makes
@@ -132,5 +136,101 @@ func TestSubCommandsExitCodes(t *testing.T) {
 	t.Setenv("PI_FACETS_MAIN_SESSION", "")
 	if code, _, errOut := runFacets(t, "", "list"); code != exitDiagnostics || !strings.Contains(errOut, "not attached to an active Main session") {
 		t.Errorf("no main session: exit %d %q", code, errOut)
+	}
+}
+
+func TestToolSourceFlag(t *testing.T) {
+	var ts toolSources
+	for _, v := range []string{
+		"read=builtin:read",
+		"ls=<builtin:ls>",
+		"web_search=/ext/a=b@c.ts",
+		`{"name":"sdk_tool","path":"<sdk:sdk_tool>","source":"sdk"}`,
+		`{"name":"fetch","path":"/ext/web.ts","source":"npm:@scope/web=1"}`,
+	} {
+		if err := ts.Set(v); err != nil {
+			t.Fatalf("Set(%q): %v", v, err)
+		}
+	}
+	want := toolSources{
+		"read":       {Path: "builtin:read", Source: "builtin"},
+		"ls":         {Path: "<builtin:ls>", Source: "builtin"},
+		"web_search": {Path: "/ext/a=b@c.ts"},
+		"sdk_tool":   {Path: "<sdk:sdk_tool>", Source: "sdk"},
+		"fetch":      {Path: "/ext/web.ts", Source: "npm:@scope/web=1"},
+	}
+	if diff := cmp.Diff(want, ts); diff != "" {
+		t.Errorf("tool sources (-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{"read", "=/ext/x.ts", "read=/other.ts", `{"name":"x","path":1}`, `{"name":"x","scope":"user"}`, `{"path":"/x"}`} {
+		if err := ts.Set(bad); err == nil {
+			t.Errorf("Set(%q) accepted", bad)
+		}
+	}
+}
+
+// TestDelegateToolSources drives delegate with --tool-source: the Sub's
+// argv loads the extension owning a profile tool, and a tool the Main does
+// not have fails the command before any Herdr tab exists.
+func TestDelegateToolSources(t *testing.T) {
+	state := runEnv(t)
+	agent := t.TempDir()
+	ext := filepath.Join(t.TempDir(), "web.ts")
+	if err := os.WriteFile(ext, []byte("export default () => {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(agent, "facets", "profiles"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	profile := `{"version":1,"name":"searcher","tools":["read","web_search","mcp__github__search"]}`
+	if err := os.WriteFile(filepath.Join(agent, "facets", "profiles", "searcher.json"), []byte(profile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"delegate", "--profile", "searcher", "--title", "Search", "--task", "go", "--agent-dir", agent, "--main-cwd", t.TempDir(), "--no-trust", "--format", "json"}
+
+	code, out, errOut := runFacets(t, "", append(base, "--tool-source", "read=builtin:read")...)
+	if code != exitDiagnostics {
+		t.Fatalf("delegate without web_search: exit %d: %s%s", code, out, errOut)
+	}
+	if got := decodeObject(t, out)["error"]; got != "Profile 'searcher' references unavailable tool 'web_search'." {
+		t.Errorf("error = %v", got)
+	}
+	if calls, err := os.ReadFile(filepath.Join(state, "calls.jsonl")); len(calls) != 0 || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused delegate reached Herdr (%v):\n%s", err, calls)
+	}
+
+	code, out, _ = runFacets(t, "", "invoke", "--profile", "searcher", "--agent-dir", agent, "--main-cwd", t.TempDir(), "--no-trust", "--format", "json",
+		"--tool-source", "read=builtin:read", "--tool-source", "web_search=<sdk:web_search>")
+	if got := decodeObject(t, out)["error"]; code != exitDiagnostics || got != "Profile 'searcher' tool 'web_search' cannot be loaded in an isolated Sub process." {
+		t.Errorf("invoke with an SDK tool: exit %d, error %v", code, got)
+	}
+
+	code, out, errOut = runFacets(t, "", append(base, "--tool-source", "read=builtin:read",
+		"--tool-source", `{"name":"web_search","path":"`+ext+`","source":"npm:pi-web-access"}`)...)
+	if code != exitOK {
+		t.Fatalf("delegate: exit %d: %s%s", code, out, errOut)
+	}
+	data, err := os.ReadFile(filepath.Join(state, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Panes map[string]struct {
+			Agent *struct {
+				Args []string `json:"args"`
+			} `json:"agent"`
+		} `json:"panes"`
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	var args []string
+	for _, p := range st.Panes {
+		if p.Agent != nil {
+			args = p.Agent.Args
+		}
+	}
+	if i := slices.Index(args, ext); i < 1 || args[i-1] != "-e" {
+		t.Errorf("Sub argv lacks -e %s: %q", ext, args)
 	}
 }
