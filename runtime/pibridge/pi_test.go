@@ -1321,3 +1321,50 @@ func TestSubStartFailureReportsToMain(t *testing.T) {
 		t.Errorf("a Sub that failed to start made %d model requests", n)
 	}
 }
+
+// TestSubLoadsToolExtensionWithRealPi: the Main loads an extra extension
+// that registers a custom tool, a profile lists that tool, and the Main's
+// model calls delegate. The bridge passes Pi's tool provenance to facets,
+// so the Sub's argv loads that extension with -e, and the Sub started from
+// that argv offers the custom tool to its model.
+func TestSubLoadsToolExtensionWithRealPi(t *testing.T) {
+	mock := startMock(t, func(n int, req chatRequest) reply {
+		last := req.last()
+		if strings.Contains(req.system(), "<facets_sub_protocol>") {
+			return reply{Text: "sub: counted"}
+		}
+		if last.Role == "user" {
+			return reply{Tool: "delegate", Args: map[string]any{"title": "Words", "task": "WORD_TASK", "profile": "counter"}}
+		}
+		return reply{Text: "main: " + last.text()}
+	})
+	e := newPiEnv(t, mock)
+	ext := filepath.Join(t.TempDir(), "words.ts")
+	writeFile(t, ext, "export default function (pi: any) {\n"+
+		"  pi.registerTool({ name: \"word_count\", label: \"word_count\", description: \"Count words\",\n"+
+		"    parameters: { type: \"object\", properties: {} },\n"+
+		"    async execute() { return { content: [{ type: \"text\", text: \"3\" }], details: {} }; } });\n}\n")
+	e.profile("counter", map[string]any{"model": "mock/mock-model", "tools": []string{"read", "word_count"}})
+	herdrBin, herdrState := fakeHerdr(t)
+	herdrEnv := []string{"PATH=" + herdrBin + string(os.PathListSeparator) + filepath.Dir(e.inst.node) + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"FAKEHERDR_STATE=" + herdrState, "HERDR_ENV=1", "HERDR_WORKSPACE_ID=w1"}
+	main := e.startRPC(herdrEnv, "--no-extensions", "-e", e.bridge, "-e", ext, "--session-id", "facets-main-ext")
+	main.send(map[string]any{"id": "p1", "type": "prompt", "message": "count the words"})
+	sub, agent := e.playHerdrPane(main, herdrState)
+	if i := slices.Index(agent.Args, ext); i < 1 || agent.Args[i-1] != "-e" {
+		t.Fatalf("Sub argv lacks -e %s: %q", ext, agent.Args)
+	}
+	var subReq *chatRequest
+	sub.waitFor("the Sub's first model request", 30*time.Second, func([]map[string]any) bool {
+		for _, r := range mock.Requests() {
+			if strings.Contains(r.system(), "<facets_sub_protocol>") {
+				subReq = &r
+				return true
+			}
+		}
+		return false
+	})
+	if got := strings.Join(subReq.toolNames(), ","); got != "read,word_count,talk" {
+		t.Errorf("Sub tools sent to the model = %s, want read,word_count,talk", got)
+	}
+}

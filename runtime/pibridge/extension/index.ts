@@ -205,9 +205,12 @@ export default function (pi: ExtensionAPI) {
     return out;
   }
   // launchArgs are the Main facts a launch needs: the bridge for the Sub,
-  // the Main's cwd, its trust and role packs for the compile.
+  // the Main's cwd, its trust and role packs for the compile, and where each
+  // of its tools comes from (facets picks the extensions a Sub must load).
   const launchArgs = () => ["--bridge", SELF, "--main-cwd", ctxRef?.cwd ?? ".", trusted ? "--trust" : "--no-trust",
-    ...rolePacks.flatMap((p) => ["--role-pack", p])];
+    ...rolePacks.flatMap((p) => ["--role-pack", p]),
+    ...pi.getAllTools().flatMap((t: any) => ["--tool-source",
+      JSON.stringify({ name: t.name, path: t.sourceInfo?.path ?? "", source: t.sourceInfo?.source ?? "" })])];
 
   function facetsTool(name: string, description: string, parameters: any, args: (params: any) => string[],
     opts: { input?: (params: any) => string; terminate?: boolean; [k: string]: unknown } = {}) {
