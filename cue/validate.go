@@ -307,6 +307,8 @@ func syntaxFinding(file string, err error, hint string) Finding {
 	}
 	// The YAML decoder reports "file:LINE: message" as plain text without a
 	// position; recover both from the text.
+	// Compiled here, not at package initialization: syntax errors are rare.
+	locatedMessage := regexp.MustCompile(`^(.*?):(\d+):(?:(\d+):)? (.*)$`)
 	if m := locatedMessage.FindStringSubmatch(f.Message); m != nil && m[1] == file {
 		if line, err := strconv.Atoi(m[2]); err == nil && line > 0 {
 			f.Line, f.Column = line, 1
@@ -319,8 +321,6 @@ func syntaxFinding(file string, err error, hint string) Finding {
 	f.Message = strings.TrimPrefix(f.Message, file+": ")
 	return f
 }
-
-var locatedMessage = regexp.MustCompile(`^(.*?):(\d+):(?:(\d+):)? (.*)$`)
 
 // recoverFinding turns a panic inside the CUE evaluator into a finding, so
 // one pathological file is reported instead of crashing the whole check.

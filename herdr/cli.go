@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -310,7 +309,20 @@ func NormalizeTitle(title string) string {
 	return title
 }
 
-var agentNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
+// validAgentName reports whether name matches Herdr's agent-name rule,
+// ^[a-z][a-z0-9_-]{0,31}$.
+func validAgentName(name string) bool {
+	if len(name) == 0 || len(name) > 32 || name[0] < 'a' || name[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // AgentName is the Herdr agent name of a run: "sub-" and the first 20 of
 // the run ID's characters Herdr allows in a name.
@@ -335,7 +347,7 @@ func (c *CLI) StartAgent(ctx context.Context, h Handle, spec AgentSpec) (Handle,
 	if h.PaneID == "" {
 		return h, fmt.Errorf("herdr %s: no pane", command)
 	}
-	if !agentNameRE.MatchString(spec.Name) {
+	if !validAgentName(spec.Name) {
 		return h, fmt.Errorf("herdr %s: invalid agent name %q", command, spec.Name)
 	}
 	args := []string{"agent", "start", spec.Name, "--kind", "pi", "--pane", h.PaneID,

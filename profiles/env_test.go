@@ -155,3 +155,16 @@ func TestIsNamedSkill(t *testing.T) {
 		}
 	}
 }
+
+func TestValidName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"reviewer": true, "a": true, "A.b_c-1": true, "9lives": true,
+		strings.Repeat("a", 64): true, strings.Repeat("a", 65): false,
+		"": false, ".hidden": false, "-x": false, "_x": false, "has space": false,
+		"a/b": false, "ü": false, "a\n": false,
+	} {
+		if got := ValidName(name); got != want {
+			t.Errorf("ValidName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

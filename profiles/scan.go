@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -41,10 +40,22 @@ const (
 	Legacy    Form = "legacy"    // profiles/<name>.json
 )
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
 // ValidName reports whether s is a legal profile name.
-func ValidName(s string) bool { return nameRE.MatchString(s) }
+// It matches ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$, checked by hand so that no
+// regular expression is compiled at package initialization.
+func ValidName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // File is the content of one source file.
 type File struct {
