@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -59,8 +60,18 @@ func Compile(schema *cue.Schema, opts Options) (*Manifest, []Diagnostic, error) 
 	c := &compilation{validator: validator{schema: schema}, workers: opts.Workers, env: env, sources: map[string]string{}}
 	trust, err := profiles.DecideTrust(env, opts.TrustFlag)
 	if err != nil {
-		c.diag(Diagnostic{Severity: Error, Code: "unreadable-trust", File: env.AgentDir, Message: err.Error(),
-			Hint: "fix Pi's trust.json or settings.json, or pass --trust / --no-trust"})
+		// Without a readable decision the project stays untrusted, the safe
+		// reading, and the manifest says the default applied.
+		trust = profiles.Trust{Trusted: false, Reason: "default"}
+		d := Diagnostic{Severity: Error, Code: "unreadable-trust", File: env.AgentDir,
+			Message: "cannot read Pi's trust settings; the project is treated as untrusted: " + err.Error(),
+			Hint:    "fix the file, or pass --trust / --no-trust"}
+		var serr *profiles.SettingsError
+		if errors.As(err, &serr) {
+			d.File, d.Line, d.Column = serr.Path, serr.Line, serr.Column
+			d.Message = "cannot parse Pi's trust settings; the project is treated as untrusted: " + serr.Err.Error()
+		}
+		c.diag(d)
 	}
 	c.readSource(filepath.Join(env.AgentDir, "trust.json"))
 	c.readSource(filepath.Join(env.AgentDir, "settings.json"))

@@ -229,6 +229,14 @@ func TestCompileFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Whatever the input, the manifest must satisfy #Manifest.
+			b, err := m.Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res := schema.ValidateJSON(cue.Manifest, "manifest.json", b); !res.OK() {
+				t.Errorf("manifest violates #Manifest: %+v", res.Findings)
+			}
 			var diag bytes.Buffer
 			if err := WriteDiagnostics(&diag, FormatText, f.root, ds); err != nil {
 				t.Fatal(err)

@@ -53,6 +53,18 @@ func DecideTrust(env Env, flag *bool) (Trust, error) {
 	return Trust{Trusted: false, Reason: "default"}, nil
 }
 
+// SettingsError is a Pi settings file (trust.json, settings.json) that
+// cannot be read or parsed. Line and Column locate a JSON error; they are
+// zero for read errors.
+type SettingsError struct {
+	Path         string
+	Line, Column int
+	Err          error
+}
+
+func (e *SettingsError) Error() string { return fmt.Sprintf("parse %s: %v", e.Path, e.Err) }
+func (e *SettingsError) Unwrap() error { return e.Err }
+
 // readJSONFile decodes a small JSON settings file; a missing file leaves v
 // untouched.
 func readJSONFile(path string, v any) error {
@@ -61,12 +73,35 @@ func readJSONFile(path string, v any) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
+		return &SettingsError{Path: path, Err: unwrapPath(err)}
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("parse %s: %w", path, err)
+		serr := &SettingsError{Path: path, Err: err}
+		var syn *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &syn):
+			serr.Line, serr.Column = lineCol(b, syn.Offset)
+		case errors.As(err, &typ):
+			serr.Line, serr.Column = lineCol(b, typ.Offset)
+		}
+		return serr
 	}
 	return nil
+}
+
+// lineCol turns a byte offset into a 1-based line and column.
+func lineCol(b []byte, off int64) (int, int) {
+	off = min(max(off, 1), int64(len(b)))
+	line, col := 1, 1
+	for _, c := range b[:off-1] {
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return line, col
 }
 
 // canonical resolves symlinks where possible, because Pi keys trust.json by
