@@ -6,26 +6,18 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/facets-dev/facets/herdr/herdrtest"
 )
 
-// fakeHerdr builds herdr/fakeherdr for one test (the build cache makes
-// the second build cheap) so nothing outlives the test.
-func fakeHerdr(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "herdr"), "github.com/facets-dev/facets/herdr/fakeherdr").CombinedOutput()
-	if err != nil {
-		t.Fatalf("building fake herdr: %v\n%s", err, out)
-	}
-	return dir
-}
+// fakeHerdr builds herdr/fakeherdr for one test so nothing outlives it.
+func fakeHerdr(t *testing.T) string { return herdrtest.Binary(t) }
 
 // runEnv points the Sub commands at a fake Herdr and private state.
 func runEnv(t *testing.T) string {

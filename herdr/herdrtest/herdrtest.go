@@ -25,14 +25,34 @@ func Build() (binDir string, cleanup func(), err error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("build fake herdr: %w", err)
 	}
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "herdr"), "github.com/facets-dev/facets/herdr/fakeherdr")
+	if err := buildInto(dir); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+// Binary compiles the fake herdr into a directory that lives as long as the
+// test (the build cache makes repeated builds cheap) and returns it.
+func Binary(tb testing.TB) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	if err := buildInto(dir); err != nil {
+		tb.Fatal(err)
+	}
+	return dir
+}
+
+// buildInto builds dir/herdr. -buildvcs=false keeps the build working where
+// git refuses to read the checkout (a CI user other than its owner).
+func buildInto(dir string) error {
+	cmd := exec.Command("go", "build", "-buildvcs=false", "-o", filepath.Join(dir, "herdr"), "github.com/facets-dev/facets/herdr/fakeherdr")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("build fake herdr: %w\n%s", err, out.Bytes())
+		return fmt.Errorf("build fake herdr: %w\n%s", err, out.Bytes())
 	}
-	return dir, func() { os.RemoveAll(dir) }, nil
+	return nil
 }
 
 // Main builds the fake herdr, stores its directory in *binDir, runs the

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/herdr/herdrtest"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
 	"github.com/facets-dev/facets/runtime/pibridge"
@@ -181,7 +182,7 @@ func buildFacets(t *testing.T) string {
 		buildDir = dir
 		buildDirMu.Unlock()
 		facetsBin = filepath.Join(dir, "facets")
-		out, err := exec.Command("go", "build", "-o", facetsBin, "github.com/facets-dev/facets/cmd/facets").CombinedOutput()
+		out, err := exec.Command("go", "build", "-buildvcs=false", "-o", facetsBin, "github.com/facets-dev/facets/cmd/facets").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -812,12 +813,7 @@ func TestMainReceivesDeliveryWithRealPi(t *testing.T) {
 // (to put first on PATH) and its state directory.
 func fakeHerdr(t *testing.T) (binDir, stateDir string) {
 	t.Helper()
-	binDir, stateDir = t.TempDir(), t.TempDir()
-	out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, "herdr"), "github.com/facets-dev/facets/herdr/fakeherdr").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build fake herdr: %v\n%s", err, out)
-	}
-	return binDir, stateDir
+	return herdrtest.Binary(t), t.TempDir()
 }
 
 // herdrAgent is what the fake herdr recorded for one started agent.
