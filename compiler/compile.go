@@ -31,6 +31,18 @@ type Options struct {
 	Workers int
 }
 
+// SplitRolePacks splits a FACETS_ROLE_PACKS value, a list separated like
+// PATH, into role-pack paths, dropping empty entries.
+func SplitRolePacks(list string) []string {
+	var out []string
+	for _, p := range filepath.SplitList(list) {
+		if strings.TrimSpace(p) != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // profileConfig mirrors #Profile for decoding a validated config.json.
 type profileConfig struct {
 	Version            int      `json:"version"`

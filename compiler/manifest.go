@@ -205,3 +205,13 @@ func ReadManifest(schema *cue.Schema, path string) (*Manifest, error) {
 	}
 	return &m, nil
 }
+
+// LoadManifest reads a frozen manifest with a freshly loaded schema; see
+// ReadManifest.
+func LoadManifest(path string) (*Manifest, error) {
+	schema, err := cue.Load()
+	if err != nil {
+		return nil, err
+	}
+	return ReadManifest(schema, path)
+}

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/facets-dev/facets/compiler"
-	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/pibridge"
 )
@@ -145,11 +144,7 @@ func mainManifest(src *sourceFlags, frozen string) (*compiler.Manifest, []compil
 		m, ds, _, err := src.compile(nil)
 		return m, ds, err
 	}
-	schema, err := cue.Load()
-	if err != nil {
-		return nil, nil, err
-	}
-	m, err := compiler.ReadManifest(schema, frozen)
+	m, err := compiler.LoadManifest(frozen)
 	if err != nil {
 		return nil, nil, err
 	}

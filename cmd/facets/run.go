@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/facets-dev/facets/compiler"
-	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/herdr"
 	"github.com/facets-dev/facets/profiles"
 	"github.com/facets-dev/facets/runtime"
@@ -201,11 +200,7 @@ func (f *manifestFlags) load(run *runFlags, profile string) (*compiler.Manifest,
 		return nil, "", usageError{err}
 	}
 	if f.manifest != "" {
-		schema, err := cue.Load()
-		if err != nil {
-			return nil, "", err
-		}
-		m, err := compiler.ReadManifest(schema, f.manifest)
+		m, err := compiler.LoadManifest(f.manifest)
 		if err != nil {
 			return nil, "", usageError{err}
 		}

@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -67,12 +65,7 @@ func (f *sourceFlags) options() (compiler.Options, error) {
 		t := false
 		opts.TrustFlag = &t
 	}
-	for _, p := range filepath.SplitList(os.Getenv("FACETS_ROLE_PACKS")) {
-		if strings.TrimSpace(p) != "" {
-			opts.RolePacks = append(opts.RolePacks, p)
-		}
-	}
-	opts.RolePacks = append(opts.RolePacks, f.rolePacks...)
+	opts.RolePacks = append(compiler.SplitRolePacks(os.Getenv("FACETS_ROLE_PACKS")), f.rolePacks...)
 	return opts, nil
 }
 
