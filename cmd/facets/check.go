@@ -30,13 +30,9 @@ Exit status: 0 clean, 1 error diagnostics (or warnings with --strict),
 			if err != nil {
 				return err
 			}
-			if rep.strict {
-				ds = compiler.Strict(ds)
-			}
-			if len(ds) > 0 || rep.format == compiler.FormatJSON {
-				if err := compiler.WriteDiagnostics(a.stdout, rep.format, opts.Env.Cwd, ds); err != nil {
-					return err
-				}
+			ds, err = rep.report(a.stdout, opts.Env.Cwd, ds, rep.format == compiler.FormatJSON)
+			if err != nil {
+				return err
 			}
 			if compiler.HasErrors(ds) {
 				return errDiagnostics

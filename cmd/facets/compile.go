@@ -35,13 +35,9 @@ or unknown name reports its own diagnostic and writes nothing.`,
 			if err != nil {
 				return err
 			}
-			if rep.strict {
-				ds = compiler.Strict(ds)
-			}
-			if len(ds) > 0 {
-				if err := compiler.WriteDiagnostics(a.stderr, rep.format, opts.Env.Cwd, ds); err != nil {
-					return err
-				}
+			ds, err = rep.report(a.stderr, opts.Env.Cwd, ds, false)
+			if err != nil {
+				return err
 			}
 			if len(args) > 0 && compiler.HasErrors(ds) {
 				return errDiagnostics

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -93,6 +94,19 @@ type reportFlags struct {
 func (r *reportFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&r.format, "format", compiler.FormatText, "diagnostic format: text, json or github")
 	cmd.Flags().BoolVar(&r.strict, "strict", false, "treat warnings as errors")
+}
+
+// report applies --strict to ds and prints them to w in --format, relative
+// to base; with always set it prints even when there is nothing to say (an
+// empty JSON array is still an answer). It returns the judged diagnostics.
+func (r *reportFlags) report(w io.Writer, base string, ds []compiler.Diagnostic, always bool) ([]compiler.Diagnostic, error) {
+	if r.strict {
+		ds = compiler.Strict(ds)
+	}
+	if len(ds) == 0 && !always {
+		return ds, nil
+	}
+	return ds, compiler.WriteDiagnostics(w, r.format, base, ds)
 }
 
 func (r *reportFlags) validate() error {
