@@ -1,12 +1,9 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"github.com/facets-dev/facets/compiler"
-	"github.com/facets-dev/facets/cue"
 )
 
 func newCompileCmd(a *app) *cobra.Command {
@@ -42,16 +39,13 @@ or unknown name reports its own diagnostic and writes nothing.`,
 			if len(args) > 0 && compiler.HasErrors(ds) {
 				return errDiagnostics
 			}
+			// The manifest is not re-validated here: that doubled the cost of
+			// a compile, and the compiler tests check every fixture's and the
+			// example's manifest against #Manifest. Readers of a frozen
+			// manifest validate it (compiler.ReadManifest).
 			b, err := m.Encode()
 			if err != nil {
 				return err
-			}
-			schema, err := cue.Load()
-			if err != nil {
-				return err
-			}
-			if res := schema.ValidateJSON(cue.Manifest, "manifest.json", b); !res.OK() {
-				return fmt.Errorf("internal error: compiled manifest violates #Manifest: %s", res.Findings[0].Message)
 			}
 			if out == "" || out == "-" {
 				if _, err := a.stdout.Write(b); err != nil {
