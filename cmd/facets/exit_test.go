@@ -8,9 +8,8 @@ import (
 
 // TestExitCodes pins the documented exit status of each outcome.
 func TestExitCodes(t *testing.T) {
-	agent := t.TempDir()
-	write := func(rel, data string) {
-		p := filepath.Join(agent, rel)
+	write := func(root, rel, data string) {
+		p := filepath.Join(root, rel)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -18,17 +17,9 @@ func TestExitCodes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("facets/profiles/good/config.json", `{"version":1,"name":"good","tools":["read"]}`)
-	clean := t.TempDir()
-	bad := t.TempDir()
-	write2 := func(root, rel, data string) {
-		p := filepath.Join(root, rel)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write2(bad, "facets/profiles/bad/config.json", `{"version":1,"name":"bad"}`)
+	agent, clean, bad := t.TempDir(), t.TempDir(), t.TempDir()
+	write(agent, "facets/profiles/good/config.json", `{"version":1,"name":"good","tools":["read"]}`)
+	write(bad, "facets/profiles/bad/config.json", `{"version":1,"name":"bad"}`)
 	warn := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(warn, "facets", "MAIN.md"), 0o755); err != nil {
 		t.Fatal(err)
