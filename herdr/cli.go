@@ -158,18 +158,17 @@ func (c *CLI) Check(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	raw, err := parseEnvelope(res.Stdout)
-	if err != nil {
-		return fmt.Errorf("herdr status server: %w", err)
-	}
 	var st struct {
 		Running    *bool   `json:"running"`
 		Version    *string `json:"version"`
 		Compatible *bool   `json:"compatible"`
 		Socket     string  `json:"socket"`
 	}
-	if err := json.Unmarshal(raw, &st); err != nil || st.Running == nil {
-		return fmt.Errorf("herdr status server: unexpected response %q", excerpt(raw))
+	if err := decodeResult(res.Stdout, &st); err != nil {
+		return fmt.Errorf("herdr status server: %w", err)
+	}
+	if st.Running == nil {
+		return fmt.Errorf("herdr status server: unexpected response %q", excerpt(res.Stdout))
 	}
 	if !*st.Running {
 		return fmt.Errorf("%w at %s; start Herdr first", ErrServerNotRunning, st.Socket)
@@ -235,10 +234,7 @@ func (c *CLI) CreateTab(ctx context.Context, spec TabSpec) (Handle, error) {
 			PaneID string `json:"pane_id"`
 		} `json:"pane"`
 	}
-	raw, parseErr := parseEnvelope(res.Stdout)
-	if parseErr == nil {
-		parseErr = json.Unmarshal(raw, &created)
-	}
+	parseErr := decodeResult(res.Stdout, &created)
 	var h Handle
 	if parseErr == nil && created.Tab != nil {
 		h.TabID = first(created.Tab.TabID, created.Tab.ID)
