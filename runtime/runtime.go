@@ -196,7 +196,7 @@ func (rt *Runtime) Delegate(ctx context.Context, req DelegateRequest) (Delegatio
 	case errors.As(err, &cleanup):
 		run.Launching, run.LaunchPID = false, 0
 		run.LaunchError = err.Error()
-		run.Surface = &Surface{Adapter: "herdr", TabID: cleanup.Handle.TabID, PaneID: cleanup.Handle.PaneID, Agent: cleanup.Handle.Agent}
+		run.Surface = &Surface{Adapter: "herdr", Handle: cleanup.Handle}
 		run.UpdatedAt = rt.now().UnixMilli()
 		return Delegation{}, &RetainedRunError{RunID: run.RunID, Err: err, Persist: rt.Store.SaveRun(run)}
 	case err != nil:
@@ -208,7 +208,7 @@ func (rt *Runtime) Delegate(ctx context.Context, req DelegateRequest) (Delegatio
 		return Delegation{}, fmt.Errorf("delegate: %w", err)
 	}
 	run.Launching, run.LaunchPID = false, 0
-	run.Surface = &Surface{Adapter: "herdr", TabID: h.TabID, PaneID: h.PaneID, Agent: h.Agent}
+	run.Surface = &Surface{Adapter: "herdr", Handle: h}
 	run.UpdatedAt = rt.now().UnixMilli()
 	if err := rt.Store.SaveRun(run); err != nil {
 		return Delegation{}, &RetainedRunError{RunID: run.RunID, Err: errors.New("The Sub started but its run could not be saved."), Persist: err}

@@ -50,12 +50,11 @@ type Run struct {
 	LaunchError string `json:"launchError,omitempty"`
 }
 
-// Surface is where a run's Sub lives in Herdr.
+// Surface is where a run's Sub lives in Herdr: the launch's handle, whose
+// fields are stored inline beside "adapter".
 type Surface struct {
 	Adapter string `json:"adapter"`
-	TabID   string `json:"tabId,omitempty"`
-	PaneID  string `json:"paneId,omitempty"`
-	Agent   string `json:"agent,omitempty"`
+	herdr.Handle
 }
 
 // Open reports whether the run holds one of the Main's open-Sub slots.
@@ -71,7 +70,7 @@ func (r *Run) handle() herdr.Handle {
 	if r.Surface == nil {
 		return herdr.Handle{}
 	}
-	return herdr.Handle{TabID: r.Surface.TabID, PaneID: r.Surface.PaneID, Agent: r.Surface.Agent}
+	return r.Surface.Handle
 }
 
 // Binding ties a Main session and a profile to the run a user profile
