@@ -18,20 +18,6 @@ import (
 	"time"
 )
 
-// Build compiles the fake herdr into a new temporary directory, which a
-// test puts first on PATH; cleanup removes it.
-func Build() (binDir string, cleanup func(), err error) {
-	dir, err := os.MkdirTemp("", "fakeherdr-bin-")
-	if err != nil {
-		return "", nil, fmt.Errorf("build fake herdr: %w", err)
-	}
-	if err := buildInto(dir); err != nil {
-		os.RemoveAll(dir)
-		return "", nil, err
-	}
-	return dir, func() { os.RemoveAll(dir) }, nil
-}
-
 // Binary compiles the fake herdr into a directory that lives as long as the
 // test (the build cache makes repeated builds cheap) and returns it.
 func Binary(tb testing.TB) string {
@@ -55,18 +41,23 @@ func buildInto(dir string) error {
 	return nil
 }
 
-// Main builds the fake herdr, stores its directory in *binDir, runs the
-// package's tests and exits with their status; call it from TestMain.
+// Main builds the fake herdr into a temporary directory, stores it in
+// *binDir, runs the package's tests and exits with their status; call it
+// from TestMain.
 func Main(m *testing.M, binDir *string) {
 	flag.Parse()
-	dir, cleanup, err := Build()
+	dir, err := os.MkdirTemp("", "fakeherdr-bin-")
+	if err == nil {
+		err = buildInto(dir)
+	}
 	if err != nil {
+		os.RemoveAll(dir)
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
 	*binDir = dir
 	code := m.Run()
-	cleanup()
+	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
