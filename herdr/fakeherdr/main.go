@@ -340,8 +340,6 @@ func dispatch(args []string, st *state, ctl control) (any, *cliError) {
 		return tabCreate(rest, st)
 	case "tab get":
 		return tabGet(rest, st)
-	case "tab list":
-		return tabList(rest, st)
 	case "tab close":
 		return tabClose(rest, st)
 	case "agent start":
@@ -350,8 +348,6 @@ func dispatch(args []string, st *state, ctl control) (any, *cliError) {
 		return agentPrompt(rest, st)
 	case "agent get":
 		return agentGet(rest, st, ctl)
-	case "agent list":
-		return agentList(rest, st, ctl)
 	case "pane report-metadata":
 		return paneReportMetadata(rest, st)
 	}
@@ -555,25 +551,6 @@ func tabGet(args []string, st *state) (any, *cliError) {
 		Type string  `json:"type"`
 		Tab  tabInfo `json:"tab"`
 	}{"tab_info", infoOfTab(st, t)}, nil
-}
-
-func tabList(args []string, st *state) (any, *cliError) {
-	ws := ""
-	if len(args) == 2 && args[0] == "--workspace" {
-		ws = args[1]
-	} else if len(args) != 0 {
-		return nil, usage("usage: herdr tab list [--workspace <workspace_id>]")
-	}
-	tabs := []tabInfo{}
-	for _, id := range sortedKeys(st.Tabs) {
-		if t := st.Tabs[id]; ws == "" || t.WorkspaceID == ws {
-			tabs = append(tabs, infoOfTab(st, t))
-		}
-	}
-	return struct {
-		Type string    `json:"type"`
-		Tabs []tabInfo `json:"tabs"`
-	}{"tab_list", tabs}, nil
 }
 
 func tabClose(args []string, st *state) (any, *cliError) {
@@ -786,22 +763,6 @@ func agentGet(args []string, st *state, ctl control) (any, *cliError) {
 		Type  string    `json:"type"`
 		Agent agentInfo `json:"agent"`
 	}{"agent_info", infoOfAgent(p, ctl.AgentStatus)}, nil
-}
-
-func agentList(args []string, st *state, ctl control) (any, *cliError) {
-	if len(args) != 0 {
-		return nil, usage("usage: herdr agent list")
-	}
-	agents := []agentInfo{}
-	for _, id := range sortedKeys(st.Panes) {
-		if p := st.Panes[id]; p.Agent != nil {
-			agents = append(agents, infoOfAgent(p, ctl.AgentStatus))
-		}
-	}
-	return struct {
-		Type   string      `json:"type"`
-		Agents []agentInfo `json:"agents"`
-	}{"agent_list", agents}, nil
 }
 
 func paneReportMetadata(args []string, st *state) (any, *cliError) {
