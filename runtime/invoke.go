@@ -39,7 +39,7 @@ func (rt *Runtime) Invoke(ctx context.Context, req InvokeRequest) (Delegation, e
 	}
 	// The reference checks tool provenance before any binding decision, so
 	// a profile whose tools cannot reach a Sub is refused even when queuing.
-	if _, err := withToolExtensions(p, req.ToolSources); err != nil {
+	if p, err = withToolExtensions(p, req.ToolSources); err != nil {
 		return Delegation{}, err
 	}
 	// One invocation per profile at a time, so two commands cannot both
@@ -65,7 +65,7 @@ func (rt *Runtime) Invoke(ctx context.Context, req InvokeRequest) (Delegation, e
 			return rt.queueInvocation(run, p.Name, req.Task)
 		}
 	}
-	dreq := DelegateRequest{Manifest: req.Manifest, MainSessionID: req.MainSessionID, Profile: p.Name, Task: req.Task, Manual: true, ToolSources: req.ToolSources}
+	dreq := DelegateRequest{Manifest: req.Manifest, MainSessionID: req.MainSessionID, Task: req.Task, Manual: true}
 	if run != nil && run.Persistent() {
 		if p.Launch.SessionPersistence != "persistent" {
 			return Delegation{}, errors.New("This profile already has a persistent binding; keep sessionPersistence set to persistent to reuse it.")
@@ -75,7 +75,7 @@ func (rt *Runtime) Invoke(ctx context.Context, req InvokeRequest) (Delegation, e
 		}
 		dreq.ResumeSessionID = run.SubSessionID
 	}
-	d, err := rt.Delegate(ctx, dreq)
+	d, err := rt.delegate(ctx, dreq, p)
 	if err != nil {
 		return Delegation{}, err
 	}

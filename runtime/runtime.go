@@ -153,6 +153,12 @@ func (rt *Runtime) Delegate(ctx context.Context, req DelegateRequest) (Delegatio
 	if p, err = withToolExtensions(p, req.ToolSources); err != nil {
 		return Delegation{}, err
 	}
+	return rt.delegate(ctx, req, p)
+}
+
+// delegate launches or resumes p, the request's profile with its tool
+// extensions already resolved; req.Profile and req.ToolSources are not read.
+func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p compiler.Profile) (Delegation, error) {
 	title := herdr.NormalizeTitle(req.Title)
 	task := req.Task
 	if req.Manual {
