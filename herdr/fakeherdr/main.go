@@ -580,13 +580,15 @@ func tabClose(args []string, st *state) (any, *cliError) {
 	}{"ok"}, nil
 }
 
-var (
-	agentNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
-	agentKinds  = map[string]bool{"pi": true, "claude": true, "codex": true, "gemini": true, "cursor": true,
-		"devin": true, "agy": true, "cline": true, "omp": true, "mastracode": true, "opencode": true,
-		"copilot": true, "kimi": true, "kiro": true, "droid": true, "amp": true, "grok": true,
-		"hermes": true, "kilo": true, "qodercli": true, "qwen": true, "maki": true}
-)
+// knownAgentKind reports whether herdr has an integration for kind.
+func knownAgentKind(kind string) bool {
+	switch kind {
+	case "pi", "claude", "codex", "gemini", "cursor", "devin", "agy", "cline", "omp", "mastracode", "opencode",
+		"copilot", "kimi", "kiro", "droid", "amp", "grok", "hermes", "kilo", "qodercli", "qwen", "maki":
+		return true
+	}
+	return false
+}
 
 func agentStart(args []string, st *state) (any, *cliError) {
 	var name, kind, paneID string
@@ -631,9 +633,9 @@ func agentStart(args []string, st *state) (any, *cliError) {
 		return nil, usage("missing required --kind")
 	case paneID == "":
 		return nil, usage("missing required --pane")
-	case !agentKinds[kind]:
+	case !knownAgentKind(kind):
 		return nil, usage("unsupported interactive agent kind: %s", kind)
-	case !agentNameRE.MatchString(name):
+	case !regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`).MatchString(name):
 		return nil, serverErr("invalid_agent_name", "invalid agent name %q", name)
 	case timeout <= 3000 || timeout > 300000:
 		return nil, serverErr("invalid_agent_timeout", "agent start timeout must be greater than 3000 and at most 300000 ms")
