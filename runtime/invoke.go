@@ -141,14 +141,12 @@ func (rt *Runtime) checkReusable(ctx context.Context, run *Run) (bool, error) {
 func (rt *Runtime) markClosed(run *Run) error {
 	run.ClosedAt = rt.now().UnixMilli()
 	run.UpdatedAt = run.ClosedAt
-	if channelExists(run) {
-		if ch, err := openChannel(run); err == nil {
-			if s, ok, err := ch.Session(); err == nil && ok {
-				run.SubSessionID, run.SubSessionFile = s.SessionID, s.SessionFile
-			}
-			ch.MarkClosed("The Sub tab was closed.")
-			ch.Close()
+	if ch, err := openChannel(run); err == nil {
+		if s, ok, err := ch.Session(); err == nil && ok {
+			run.SubSessionID, run.SubSessionFile = s.SessionID, s.SessionFile
 		}
+		ch.MarkClosed("The Sub tab was closed.")
+		ch.Close()
 	}
 	return rt.Store.SaveRun(run)
 }

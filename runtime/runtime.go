@@ -407,28 +407,27 @@ func (rt *Runtime) refresh(run *Run) {
 		return
 	}
 	changed := false
-	if channelExists(run) {
-		if ch, err := openChannel(run); err == nil {
-			if s, ok, err := ch.Session(); err == nil && ok && (s.SessionID != run.SubSessionID || s.SessionFile != run.SubSessionFile) {
-				run.SubSessionID, run.SubSessionFile = s.SessionID, s.SessionFile
-				changed = true
-			}
-			if c, ok, err := ch.Closed(); err == nil && ok && run.Open() {
-				run.ClosedAt = c.CreatedAt
-				if run.ClosedAt == 0 {
-					run.ClosedAt = rt.now().UnixMilli()
-				}
-				changed = true
-			}
-			if !run.Open() {
-				if msgs, problems, err := ch.Pending(channel.ToMain); err == nil && len(msgs) == 0 && len(problems) == 0 {
-					if ch.Remove() == nil {
-						changed = true
-					}
-				}
-			}
-			ch.Close()
+	// A missing channel fails to open like any other; there is nothing to read.
+	if ch, err := openChannel(run); err == nil {
+		if s, ok, err := ch.Session(); err == nil && ok && (s.SessionID != run.SubSessionID || s.SessionFile != run.SubSessionFile) {
+			run.SubSessionID, run.SubSessionFile = s.SessionID, s.SessionFile
+			changed = true
 		}
+		if c, ok, err := ch.Closed(); err == nil && ok && run.Open() {
+			run.ClosedAt = c.CreatedAt
+			if run.ClosedAt == 0 {
+				run.ClosedAt = rt.now().UnixMilli()
+			}
+			changed = true
+		}
+		if !run.Open() {
+			if msgs, problems, err := ch.Pending(channel.ToMain); err == nil && len(msgs) == 0 && len(problems) == 0 {
+				if ch.Remove() == nil {
+					changed = true
+				}
+			}
+		}
+		ch.Close()
 	}
 	if !changed {
 		return
