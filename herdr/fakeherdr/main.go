@@ -6,6 +6,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -858,7 +859,11 @@ func readControl(dir string) (control, error) {
 	if err != nil {
 		return ctl, err
 	}
-	if err := json.Unmarshal(data, &ctl); err != nil {
+	// herdrtest.Control mirrors control; an unknown knob means the mirror
+	// drifted, which must fail rather than be silently ignored.
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ctl); err != nil {
 		return ctl, fmt.Errorf("control.json: %w", err)
 	}
 	return ctl, nil
