@@ -228,13 +228,8 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	data = append(data, '\n')
-	return writeFileAtomic(path, data)
-}
-
-func writeFileAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return compiler.WriteFileAtomic(path, data, 0o600)
+	return compiler.WriteFileAtomic(path, append(data, '\n'), 0o600)
 }
