@@ -3,10 +3,8 @@ package compiler
 import (
 	"bytes"
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -257,9 +255,6 @@ func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[str
 		if fd.Code == cue.CodeInvalidValue && dup[fd.Field] {
 			continue // the duplicate-key finding explains it; the unified value would mislead
 		}
-		if fd.Code == cue.CodeSyntax && fd.Message == "" {
-			fd.Line, fd.Column, fd.Message = yamlSyntaxError(path, yaml, start)
-		}
 		sev := Error
 		if fd.Code == cue.CodeUnknownField {
 			sev = Warning
@@ -283,15 +278,11 @@ func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[str
 			err = p.ctx.BuildFile(file).Decode(&m)
 		}
 	}
-	if err == nil && !res.OK() {
-		hidden := p.hiddenValueErrors(path, yaml, start, m, bad)
-		if len(hidden) == 0 && len(res.Findings) == 0 {
-			hidden = append(hidden, Diagnostic{Severity: Error, Code: cue.CodeInvalidValue, File: path, Line: start, Column: 1,
-				Message: "frontmatter does not satisfy the role schema", Hint: "run facets schema --cue to see the allowed values"})
-		}
-		if len(hidden) > 0 {
-			return nil, append(diags, hidden...), bad
-		}
+	if err == nil && !res.OK() && len(res.Findings) == 0 {
+		// The schema rejected the document without saying where.
+		diags = append(diags, Diagnostic{Severity: Error, Code: cue.CodeInvalidValue, File: path, Line: start, Column: 1,
+			Message: "frontmatter does not satisfy the role schema", Hint: "run facets schema --cue to see the allowed values"})
+		return nil, diags, bad
 	}
 	if err != nil {
 		// Unreachable once the schema accepted the document; reported rather
@@ -315,38 +306,6 @@ func (p *roleParser) validate(path string, yaml []byte, start int) (res *cue.Res
 	return p.schema.ValidateFrontmatter(cue.Role, path, yaml, start), nil
 }
 
-// hiddenValueErrors finds known keys whose values the schema rejects when a
-// document failed validation without an error finding. cue/validate.go
-// matches CUE error paths against raw key names, and CUE quotes labels that
-// are not identifiers ("auto-exit"), so such errors arrive without a
-// finding; each key is therefore re-checked alone. Nothing is found once
-// validate.go reports those keys itself.
-func (p *roleParser) hiddenValueErrors(path string, yaml []byte, start int, m map[string]any, bad map[string]bool) []Diagnostic {
-	var diags []Diagnostic
-	for _, key := range roleKeys {
-		v, ok := m[key]
-		if !ok {
-			continue
-		}
-		doc, err := json.Marshal(map[string]any{key: v})
-		if err != nil || p.schema.ValidateJSON(cue.Role, path, doc).OK() {
-			continue
-		}
-		bad[key] = true
-		line, col := start, 1
-		if _, n, found := profiles.FrontmatterLine(yaml, key); found {
-			text := strings.Split(string(yaml), "\n")[n-1]
-			line = start + n - 1
-			col = len(text) - len(strings.TrimLeft(text[len(key)+1:], " \t")) + 1
-		}
-		got, _ := json.Marshal(v)
-		diags = append(diags, Diagnostic{Severity: Error, Code: cue.CodeInvalidValue, File: path, Line: line, Column: col,
-			Message: fmt.Sprintf("%s has a value the role schema does not allow (got %s)", key, got),
-			Hint:    "run facets schema --cue to see the allowed values"})
-	}
-	return diags
-}
-
 // bareCR finds the first CR not followed by LF and returns its 1-based
 // line. A CR ending b is followed by the closing marker's LF.
 func bareCR(b []byte) (int, bool) {
@@ -356,26 +315,6 @@ func bareCR(b []byte) (int, bool) {
 		}
 	}
 	return 0, false
-}
-
-// yamlSyntaxError recovers the line and text of a YAML syntax error for a
-// finding that arrived without them: the YAML decoder reports "file:line:
-// message" text with no structured position.
-func yamlSyntaxError(path string, yaml []byte, start int) (line, col int, msg string) {
-	line, col, msg = start, 1, "frontmatter is not valid YAML"
-	padded := append(bytes.Repeat([]byte("\n"), start-1), yaml...)
-	_, err := cueyaml.Extract(path, padded)
-	if err == nil {
-		return line, col, msg
-	}
-	text := err.Error()
-	if rest, ok := strings.CutPrefix(text, path+":"); ok {
-		num, m, _ := strings.Cut(rest, ": ")
-		if n, err := strconv.Atoi(num); err == nil && n >= start {
-			line, text = n, m
-		}
-	}
-	return line, 0, "invalid YAML frontmatter: " + text
 }
 
 // blankYAML reports whether yaml has only blank and comment lines.
