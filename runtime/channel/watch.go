@@ -42,7 +42,7 @@ type Watcher struct {
 
 	mu       sync.Mutex
 	channels map[string]*watched // by channel dir
-	slots    map[string]slot     // watched path → owner
+	slots    map[string]slot     // attached watch path → owner
 	dirty    map[string]bool     // woken by Add, waiting for the loop
 
 	poke    chan struct{}
@@ -53,8 +53,7 @@ type Watcher struct {
 
 type watched struct {
 	ch       *Channel
-	attached map[string]bool // watched path → attached
-	reported string          // last reported watch failure
+	reported string // last reported watch failure
 }
 
 type slot struct {
@@ -100,7 +99,7 @@ func NewWatcher(d Direction, scan func(*Channel), opts WatchOptions) (*Watcher, 
 func (w *Watcher) Add(ch *Channel) {
 	w.mu.Lock()
 	if _, ok := w.channels[ch.Dir()]; !ok {
-		w.channels[ch.Dir()] = &watched{ch: ch, attached: map[string]bool{}}
+		w.channels[ch.Dir()] = &watched{ch: ch}
 	}
 	w.dirty[ch.Dir()] = true
 	w.mu.Unlock()
@@ -112,15 +111,14 @@ func (w *Watcher) Add(ch *Channel) {
 func (w *Watcher) Remove(ch *Channel) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	wc, ok := w.channels[ch.Dir()]
-	if !ok {
+	if _, ok := w.channels[ch.Dir()]; !ok {
 		return
 	}
-	for p, on := range wc.attached {
-		if on && w.fw != nil {
+	for _, p := range w.paths(ch.Dir()) {
+		if _, ok := w.slots[p]; ok {
 			_ = w.fw.Remove(p)
+			delete(w.slots, p)
 		}
-		delete(w.slots, p)
 	}
 	delete(w.channels, ch.Dir())
 	delete(w.dirty, ch.Dir())
@@ -149,29 +147,33 @@ func (w *Watcher) wake() {
 	}
 }
 
+// paths are the watched directories of a channel: the channel dir and the inbox.
+func (w *Watcher) paths(dir string) [2]string {
+	return [2]string{dir, filepath.Join(dir, string(w.direction))}
+}
+
 // attach (re)adds the missing watches of one channel and reports a failure
-// once per distinct message; a success clears the report.
+// once per distinct message; a success clears the report. Without fsnotify
+// there is nothing to attach, and NewWatcher has reported that already.
 func (w *Watcher) attach(dir string) {
+	if w.fw == nil {
+		return
+	}
 	w.mu.Lock()
 	wc, ok := w.channels[dir]
 	if !ok {
 		w.mu.Unlock()
 		return
 	}
-	paths := []string{dir, filepath.Join(dir, string(w.direction))}
 	var errs []error
-	if w.fw == nil {
-		errs = append(errs, errors.New("fsnotify unavailable"))
-	}
-	for i, p := range paths {
-		if w.fw == nil || wc.attached[p] {
+	for i, p := range w.paths(dir) {
+		if _, ok := w.slots[p]; ok {
 			continue
 		}
 		if err := w.fw.Add(p); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		wc.attached[p] = true
 		w.slots[p] = slot{dir: dir, inbox: i == 1}
 	}
 	var report error
@@ -185,7 +187,7 @@ func (w *Watcher) attach(dir string) {
 		wc.reported = ""
 	}
 	w.mu.Unlock()
-	if report != nil && w.fw != nil {
+	if report != nil {
 		w.opts.Report(report)
 	}
 }
@@ -209,9 +211,6 @@ func (w *Watcher) classify(ev fsnotify.Event) (string, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if s, ok := w.slots[ev.Name]; ok && ev.Op&(fsnotify.Remove|fsnotify.Rename) != 0 {
-		if wc, ok := w.channels[s.dir]; ok {
-			wc.attached[ev.Name] = false
-		}
 		delete(w.slots, ev.Name)
 		return s.dir, true
 	}

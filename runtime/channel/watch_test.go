@@ -174,7 +174,8 @@ func TestRescanReattachesFailedWatch(t *testing.T) {
 	deadline := time.Now().Add(bound)
 	for {
 		w.mu.Lock()
-		ok := w.channels[c.Dir()].attached[inbox] && w.channels[c.Dir()].reported == ""
+		_, attached := w.slots[inbox]
+		ok := attached && w.channels[c.Dir()].reported == ""
 		w.mu.Unlock()
 		if ok {
 			break
