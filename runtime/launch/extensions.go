@@ -23,7 +23,7 @@ var nativeTools = []string{"read", "bash", "powershell", "edit", "write", "grep"
 // §5 "Tool provenance"): deduplicated absolute paths in tool order, or the
 // reference's error for a tool a separate Pi process cannot load.
 func ResolveExtensions(profile string, tools []string, sources map[string]ToolSource) ([]string, error) {
-	out := []string{}
+	var out []string
 	for _, name := range tools {
 		// Native MCP connects asynchronously; its tools need not exist in the Main yet.
 		if IsMCPTool(name) {
@@ -41,7 +41,7 @@ func ResolveExtensions(profile string, tools []string, sources map[string]ToolSo
 			if !slices.Contains(builtinExtensions, path) {
 				return nil, fmt.Errorf("Profile '%s' tool '%s' requires unsupported isolated built-in extension '%s'.", profile, name, path)
 			}
-			out = appendNew(out, path)
+			out = append(out, path)
 			continue
 		}
 		if src.Source == "sdk" || path == "" || strings.HasPrefix(path, "<") {
@@ -58,14 +58,7 @@ func ResolveExtensions(profile string, tools []string, sources map[string]ToolSo
 		if err != nil {
 			return nil, fmt.Errorf("Profile '%s' tool '%s' extension path %s: %w", profile, name, path, err)
 		}
-		out = appendNew(out, abs)
+		out = append(out, abs)
 	}
-	return out, nil
-}
-
-func appendNew(list []string, item string) []string {
-	if slices.Contains(list, item) {
-		return list
-	}
-	return append(list, item)
+	return unique(out), nil
 }
