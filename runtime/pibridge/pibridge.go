@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/facets-dev/facets/compiler"
 )
 
 //go:embed extension/index.ts
@@ -71,34 +73,12 @@ func Write(dir string, cfg Config) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("install pi extension: %w", err)
 	}
-	if err := writeAtomic(filepath.Join(abs, ConfigFile), append(conf, '\n')); err != nil {
+	if err := compiler.WriteFileAtomic(filepath.Join(abs, ConfigFile), append(conf, '\n'), 0o644); err != nil {
 		return "", err
 	}
 	path := filepath.Join(abs, ExtensionFile)
-	if err := writeAtomic(path, extensionSource); err != nil {
+	if err := compiler.WriteFileAtomic(path, extensionSource, 0o644); err != nil {
 		return "", err
 	}
 	return path, nil
-}
-
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, werr := tmp.Write(data)
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp.Name(), 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, werr)
-	}
-	return nil
 }
