@@ -231,20 +231,7 @@ func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[str
 	if blankYAML(yaml) {
 		return map[string]any{}, nil, bad // an empty block is an empty mapping
 	}
-	if line, ok := bareCR(yaml); ok {
-		// The YAML decoder counts a lone CR as a line break while CUE's
-		// position table does not, and cuelang.org/go v0.17.1 panics on the
-		// mismatch; reject it first with a clear message.
-		diags = append(diags, Diagnostic{Severity: Error, Code: cue.CodeSyntax, File: path, Line: start + line - 1,
-			Message: "frontmatter contains a bare carriage return (CR) character", Hint: "use LF line endings"})
-		return nil, diags, bad
-	}
-	res, err := p.validate(path, yaml, start)
-	if err != nil {
-		diags = append(diags, Diagnostic{Severity: Error, Code: cue.CodeSyntax, File: path, Line: start, Column: 1,
-			Message: fmt.Sprintf("cannot parse frontmatter: %v", err), Hint: "simplify the frontmatter to key: value lines"})
-		return nil, diags, bad
-	}
+	res := p.schema.ValidateFrontmatter(cue.Role, path, yaml, start)
 	dup := map[string]bool{}
 	for _, fd := range res.Findings {
 		if fd.Code == cue.CodeDuplicateKey {
@@ -269,6 +256,7 @@ func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[str
 		return nil, diags, bad
 	}
 	var m map[string]any
+	var err error
 	if res.OK() {
 		err = res.Decode(&m)
 	} else {
@@ -292,29 +280,6 @@ func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[str
 		return nil, diags, bad
 	}
 	return m, diags, bad
-}
-
-// validate runs schema validation, turning a panic inside the YAML or CUE
-// libraries into an error, so one hostile role file cannot take down the
-// compile.
-func (p *roleParser) validate(path string, yaml []byte, start int) (res *cue.Result, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			res, err = nil, fmt.Errorf("internal parser failure: %v", r)
-		}
-	}()
-	return p.schema.ValidateFrontmatter(cue.Role, path, yaml, start), nil
-}
-
-// bareCR finds the first CR not followed by LF and returns its 1-based
-// line. A CR ending b is followed by the closing marker's LF.
-func bareCR(b []byte) (int, bool) {
-	for i, c := range b {
-		if c == '\r' && i+1 < len(b) && b[i+1] != '\n' {
-			return bytes.Count(b[:i], []byte("\n")) + 1, true
-		}
-	}
-	return 0, false
 }
 
 // blankYAML reports whether yaml has only blank and comment lines.
