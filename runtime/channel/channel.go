@@ -573,12 +573,6 @@ func (c *Channel) Pending(d Direction) ([]Message, []Problem, error) {
 }
 
 func (c *Channel) readMessage(inbox *os.File, d Direction, name string) (Message, *Problem) {
-	path := filepath.Join(inbox.Name(), name)
-	var st unix.Stat_t
-	key := path
-	if unix.Fstatat(int(inbox.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
-		key = fmt.Sprintf("%s\x00%d\x00%d\x00%d", path, st.Ino, st.Size, st.Mtim.Nano())
-	}
 	data, err := readFileAt(inbox, name, MaxMessageBytes)
 	var m Message
 	if err == nil {
@@ -587,10 +581,18 @@ func (c *Channel) readMessage(inbox *os.File, d Direction, name string) (Message
 	if err == nil && Safe(m.ID)+".json" != name {
 		err = fmt.Errorf("file name does not match message id %q", m.ID)
 	}
-	if err != nil {
-		return Message{}, &Problem{Path: path, Err: fmt.Errorf("rejected message %s: %w", path, err), key: key + "\x00" + err.Error()}
+	if err == nil {
+		return m, nil
 	}
-	return m, nil
+	// The key names this version of the file, so an unchanged rejected file
+	// is reported once; only rejected files pay for the extra stat.
+	path := filepath.Join(inbox.Name(), name)
+	key := path
+	var st unix.Stat_t
+	if unix.Fstatat(int(inbox.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+		key = fmt.Sprintf("%s\x00%d\x00%d\x00%d", path, st.Ino, st.Size, st.Mtim.Nano())
+	}
+	return Message{}, &Problem{Path: path, Err: fmt.Errorf("rejected message %s: %w", path, err), key: key + "\x00" + err.Error()}
 }
 
 // maxListRounds bounds the re-listing of a busy inbox in Pending.
