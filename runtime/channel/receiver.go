@@ -168,12 +168,8 @@ func (r *Receiver) reportNew(dir string, problems []Problem) {
 	next := make(map[string]bool, len(problems))
 	var fresh []Problem
 	for _, p := range problems {
-		k := p.key
-		if k == "" {
-			k = p.Path + "\x00" + p.Err.Error()
-		}
-		next[k] = true
-		if !prev[k] {
+		next[p.key] = true
+		if !prev[p.key] {
 			fresh = append(fresh, p)
 		}
 	}
