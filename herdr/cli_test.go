@@ -39,7 +39,7 @@ func TestStatusMapsHerdrStates(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.reported, func(t *testing.T) {
 			f, h := launched(t)
-			f.control(fakeControl{AgentStatus: tc.reported})
+			f.SetControl(fakeControl{AgentStatus: tc.reported})
 			got, err := f.cli.Status(context.Background(), h)
 			if got != tc.want || (err != nil) != tc.wantErr {
 				t.Errorf("Status = %v, %v; want %v, error %v", got, err, tc.want, tc.wantErr)
@@ -62,7 +62,7 @@ func TestStatusIsUnknownWhenHerdrCannotTell(t *testing.T) {
 	for name, ctl := range cases {
 		t.Run(name, func(t *testing.T) {
 			f, h := launched(t)
-			f.control(ctl)
+			f.SetControl(ctl)
 			got, err := f.cli.Status(context.Background(), h)
 			if got != StatusUnknown || err == nil {
 				t.Errorf("Status = %v, %v; want unknown with a reason", got, err)
@@ -71,7 +71,7 @@ func TestStatusIsUnknownWhenHerdrCannotTell(t *testing.T) {
 	}
 	t.Run("hang", func(t *testing.T) {
 		f, h := launched(t)
-		f.control(fakeControl{Hang: []string{"agent get"}})
+		f.SetControl(fakeControl{Hang: []string{"agent get"}})
 		f.cli.Timeouts.Status = 200 * time.Millisecond
 		if got, err := f.cli.Status(context.Background(), h); got != StatusUnknown || !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Status = %v, %v; want unknown after the deadline", got, err)
@@ -82,8 +82,8 @@ func TestStatusIsUnknownWhenHerdrCannotTell(t *testing.T) {
 		if got, err := f.cli.Status(context.Background(), Handle{TabID: "w1:t2"}); got != StatusUnknown || err == nil {
 			t.Errorf("Status = %v, %v", got, err)
 		}
-		if len(f.calls()) != 0 {
-			t.Errorf("ran herdr without a pane: %v", f.commands())
+		if len(f.Calls()) != 0 {
+			t.Errorf("ran herdr without a pane: %v", f.Commands())
 		}
 	})
 }
@@ -108,14 +108,14 @@ func TestTabExistsIsTriState(t *testing.T) {
 	}
 	for name, ctl := range uncertain {
 		t.Run(name, func(t *testing.T) {
-			f.control(ctl)
+			f.SetControl(ctl)
 			if got, err := f.cli.TabExists(ctx, h.TabID); got != TabUncertain || err == nil {
 				t.Errorf("TabExists = %v, %v; want uncertain with a reason", got, err)
 			}
 		})
 	}
 	t.Run("hang", func(t *testing.T) {
-		f.control(fakeControl{Hang: []string{"tab get"}})
+		f.SetControl(fakeControl{Hang: []string{"tab get"}})
 		f.cli.Timeouts.Exists = 200 * time.Millisecond
 		if got, err := f.cli.TabExists(ctx, h.TabID); got != TabUncertain || err == nil {
 			t.Errorf("TabExists = %v, %v; want uncertain", got, err)
@@ -126,21 +126,21 @@ func TestTabExistsIsTriState(t *testing.T) {
 func TestCloseTab(t *testing.T) {
 	ctx := context.Background()
 	f, h := launched(t)
-	f.control(fakeControl{Fail: map[string]fakeFailure{"tab close": {Code: "confirmation_required"}}})
+	f.SetControl(fakeControl{Fail: map[string]fakeFailure{"tab close": {Code: "confirmation_required"}}})
 	err := f.cli.CloseTab(ctx, h)
 	if !hasCode(err, "confirmation_required") {
 		t.Fatalf("CloseTab = %v, want the confirmation_required error", err)
 	}
-	f.control(fakeControl{})
+	f.SetControl(fakeControl{})
 	if err := f.cli.CloseTab(ctx, h); err != nil {
 		t.Fatalf("CloseTab: %v", err)
 	}
 	if err := f.cli.CloseTab(ctx, h); err != nil {
 		t.Errorf("closing an already closed tab: %v", err)
 	}
-	before := len(f.calls())
-	if err := f.cli.CloseTab(ctx, Handle{}); err != nil || len(f.calls()) != before {
-		t.Errorf("CloseTab without a tab: %v, %d new calls", err, len(f.calls())-before)
+	before := len(f.Calls())
+	if err := f.cli.CloseTab(ctx, Handle{}); err != nil || len(f.Calls()) != before {
+		t.Errorf("CloseTab without a tab: %v, %d new calls", err, len(f.Calls())-before)
 	}
 }
 
@@ -152,20 +152,19 @@ func TestCheck(t *testing.T) {
 			t.Fatalf("Check: %v", err)
 		}
 		want := []string{"--version", "status server"}
-		if diff := cmp.Diff(want, f.commands()); diff != "" {
+		if diff := cmp.Diff(want, f.Commands()); diff != "" {
 			t.Errorf("calls (-want +got):\n%s", diff)
 		}
 	})
 	t.Run("minimum version", func(t *testing.T) {
 		f := newFixture(t)
-		f.control(fakeControl{Version: MinVersion.String()})
+		f.SetControl(fakeControl{Version: MinVersion.String()})
 		if err := f.cli.Check(ctx); err != nil {
 			t.Fatalf("Check: %v", err)
 		}
 	})
 	t.Run("missing binary", func(t *testing.T) {
-		dir := t.TempDir()
-		f := newFixtureEnv(t, dir, []string{"PATH=" + dir, "FAKEHERDR_STATE=" + dir, "HERDR_ENV=1", "HERDR_WORKSPACE_ID=w1"})
+		f := newFixture(t, "PATH="+t.TempDir())
 		err := f.cli.Check(ctx)
 		if !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "requires Herdr") {
 			t.Errorf("Check = %v, want ErrNotInstalled with guidance", err)
@@ -176,7 +175,7 @@ func TestCheck(t *testing.T) {
 	})
 	t.Run("explicit path missing", func(t *testing.T) {
 		f := newFixture(t)
-		f.cli.Runner = ExecRunner{Path: filepath.Join(t.TempDir(), "herdr"), Env: f.env}
+		f.cli.Runner = ExecRunner{Path: filepath.Join(t.TempDir(), "herdr"), Env: f.Env}
 		if err := f.cli.Check(ctx); !errors.Is(err, ErrNotInstalled) {
 			t.Errorf("Check = %v, want ErrNotInstalled", err)
 		}
@@ -201,12 +200,8 @@ func TestCheck(t *testing.T) {
 	}
 	for name, tc := range failing {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t)
-			f.control(tc.control)
-			if tc.env != nil {
-				env := append(append([]string{}, f.env...), tc.env...)
-				f = newFixtureEnv(t, f.dir, env)
-			}
+			f := newFixture(t, tc.env...)
+			f.SetControl(tc.control)
 			f.cli.Timeouts.Check = 500 * time.Millisecond
 			err := f.cli.Check(ctx)
 			if err == nil {
@@ -220,8 +215,7 @@ func TestCheck(t *testing.T) {
 }
 
 func TestCreateTabNeedsWorkspace(t *testing.T) {
-	f := newFixture(t)
-	f = newFixtureEnv(t, f.dir, append(append([]string{}, f.env...), "HERDR_WORKSPACE_ID="))
+	f := newFixture(t, "HERDR_WORKSPACE_ID=")
 	if _, err := f.cli.CreateTab(context.Background(), TabSpec{Cwd: "/"}); !errors.Is(err, ErrNotInHerdr) {
 		t.Errorf("CreateTab = %v, want ErrNotInHerdr", err)
 	}

@@ -27,44 +27,29 @@ type (
 type fixture struct {
 	*herdrtest.Fake
 	t   *testing.T
-	dir string
-	env []string
 	cli *CLI
 }
 
-func newFixture(t *testing.T) *fixture {
+// newFixture starts a fake Herdr; extraEnv entries override the pane
+// environment it would give the adapter.
+func newFixture(t *testing.T, extraEnv ...string) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	fake := herdrtest.New(t, fakeBinDir, dir, dir)
-	return newFixtureEnv(t, dir, fake.Env)
+	fake.Env = append(fake.Env, extraEnv...)
+	return &fixture{Fake: fake, t: t, cli: &CLI{Runner: ExecRunner{Env: fake.Env}, Getenv: fake.Getenv}}
 }
 
-func newFixtureEnv(t *testing.T, dir string, env []string) *fixture {
-	fake := herdrtest.New(t, fakeBinDir, dir, dir)
-	fake.Env = env
-	f := &fixture{Fake: fake, t: t, dir: dir, env: env}
-	f.cli = &CLI{Runner: ExecRunner{Env: env}, Getenv: fake.Getenv}
-	return f
-}
-
-func (f *fixture) control(c fakeControl)   { f.SetControl(c) }
-func (f *fixture) calls() []herdrtest.Call { return f.Calls() }
-func (f *fixture) commands() []string      { return f.Commands() }
-func (f *fixture) state() herdrtest.State  { return f.State() }
-func (f *fixture) tabIDs() []string        { return f.TabIDs() }
-
-// tokenFile writes an owner-only token file and returns its path and token.
-func (f *fixture) tokenFile() (string, string) {
+// tokenFile writes an owner-only token file and returns its path.
+func (f *fixture) tokenFile() string {
 	f.t.Helper()
 	token := "f00dfacecafebeef" + strings.Repeat("0123456789abcdef", 3)
 	path := filepath.Join(f.t.TempDir(), "token")
 	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
 		f.t.Fatal(err)
 	}
-	return path, token
+	return path
 }
-
-func waitForFile(t *testing.T, path string) { herdrtest.WaitForFile(t, path) }
 
 // golden compares got with testdata/name, rewriting it under -update.
 func golden(t *testing.T, name string, got []byte) {

@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/facets-dev/facets/herdr/herdrtest"
 )
 
 const testRunID = "3F2A9C1E-77B0-4D5A-9E21-0C4B8D6F1A23"
 
 func (f *fixture) request() LaunchRequest {
-	tokenFile, _ := f.tokenFile()
 	return LaunchRequest{
 		RunID: testRunID,
 		Title: "Review\tauth  refresh",
@@ -26,7 +27,7 @@ func (f *fixture) request() LaunchRequest {
 			{Name: "PI_FACETS_ROLE", Value: "sub"},
 			{Name: "PI_FACETS_CHANNEL", Value: "/run/user/1000/pi-facets-1000/main/run"},
 		},
-		TokenFile: tokenFile,
+		TokenFile: f.tokenFile(),
 		Args:      []string{"--no-extensions", "-e", "/opt/facets/bridge.ts", "--no-session", "--tools", "read,talk"},
 		Metadata:  Metadata{MainSession: "main-session-1", RunID: testRunID, Profile: "reviewer"},
 		Task:      "--review the refresh flow",
@@ -44,7 +45,7 @@ func TestLaunchOpensTabStartsAgentMarksAndPrompts(t *testing.T) {
 	if diff := cmp.Diff(want, h); diff != "" {
 		t.Errorf("handle (-want +got):\n%s", diff)
 	}
-	st := f.state()
+	st := f.State()
 	tab := st.Tabs["w1:t2"]
 	if tab.Label != "↳ pi · Review auth refresh" {
 		t.Errorf("tab label = %q", tab.Label)
@@ -102,7 +103,7 @@ func TestLaunchArgvGolden(t *testing.T) {
 		t.Fatalf("CloseTab: %v", err)
 	}
 	var buf bytes.Buffer
-	for _, c := range f.calls() {
+	for _, c := range f.Calls() {
 		line, err := json.Marshal(c)
 		if err != nil {
 			t.Fatal(err)
@@ -111,7 +112,7 @@ func TestLaunchArgvGolden(t *testing.T) {
 		buf.WriteByte('\n')
 	}
 	got := strings.ReplaceAll(buf.String(), req.TokenFile, "$TOKEN_FILE")
-	got = strings.ReplaceAll(got, f.dir, "$STATE")
+	got = strings.ReplaceAll(got, f.Dir, "$STATE")
 	golden(t, "launch.golden", []byte(got))
 }
 
@@ -126,7 +127,7 @@ func TestLaunchKeepsTokenOffCommandLines(t *testing.T) {
 	if _, err := Launch(context.Background(), f.cli, req); err != nil {
 		t.Fatalf("Launch: %v", err)
 	}
-	calls := f.calls()
+	calls := f.Calls()
 	if len(calls) == 0 {
 		t.Fatal("no herdr calls recorded")
 	}
@@ -165,8 +166,8 @@ func TestLaunchRefusesSecretsAndUnsafeTokenFiles(t *testing.T) {
 			}
 		})
 	}
-	if calls := f.calls(); len(calls) != 0 {
-		t.Errorf("refused launches still ran herdr: %v", f.commands())
+	if calls := f.Calls(); len(calls) != 0 {
+		t.Errorf("refused launches still ran herdr: %v", f.Commands())
 	}
 	_, err := f.cli.CreateTab(context.Background(), TabSpec{Cwd: "/", Env: []EnvVar{{Name: TokenEnv, Value: "x"}}})
 	if !errors.Is(err, ErrSecretOnArgv) {
@@ -210,7 +211,7 @@ func TestLaunchRollsBackEveryStep(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			f.control(tc.control)
+			f.SetControl(tc.control)
 			if tc.timeout > 0 {
 				f.cli.Timeouts = Timeouts{Start: tc.timeout, Mark: tc.timeout, Prompt: tc.timeout}
 			}
@@ -228,10 +229,10 @@ func TestLaunchRollsBackEveryStep(t *testing.T) {
 			if h != (Handle{}) {
 				t.Errorf("handle after rollback = %+v, want zero", h)
 			}
-			if diff := cmp.Diff([]string{"w1:t1"}, f.tabIDs()); diff != "" {
+			if diff := cmp.Diff([]string{"w1:t1"}, f.TabIDs()); diff != "" {
 				t.Errorf("tabs after rollback (-want +got):\n%s", diff)
 			}
-			cmds := f.commands()
+			cmds := f.Commands()
 			if last := cmds[len(cmds)-1]; last != "tab close" {
 				t.Errorf("last herdr call = %q, want tab close; calls: %v", last, cmds)
 			}
@@ -249,7 +250,7 @@ func TestLaunchWithoutTabIDCannotRollBack(t *testing.T) {
 	for name, ctl := range cases {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
-			f.control(ctl)
+			f.SetControl(ctl)
 			h, err := Launch(context.Background(), f.cli, f.request())
 			if err == nil {
 				t.Fatal("Launch succeeded")
@@ -257,13 +258,13 @@ func TestLaunchWithoutTabIDCannotRollBack(t *testing.T) {
 			if h != (Handle{}) {
 				t.Errorf("handle = %+v, want zero", h)
 			}
-			if diff := cmp.Diff([]string{"tab create"}, f.commands()); diff != "" {
+			if diff := cmp.Diff([]string{"tab create"}, f.Commands()); diff != "" {
 				t.Errorf("calls (-want +got):\n%s", diff)
 			}
 		})
 	}
 	f := newFixture(t)
-	f.control(fakeControl{Malformed: map[string]string{"tab create": "no-tab-id"}})
+	f.SetControl(fakeControl{Malformed: map[string]string{"tab create": "no-tab-id"}})
 	if _, err := Launch(context.Background(), f.cli, f.request()); !errors.Is(err, ErrTabIDMissing) {
 		t.Errorf("err = %v, want ErrTabIDMissing", err)
 	}
@@ -271,7 +272,7 @@ func TestLaunchWithoutTabIDCannotRollBack(t *testing.T) {
 
 func TestLaunchFailedRollbackKeepsHandleForRetry(t *testing.T) {
 	f := newFixture(t)
-	f.control(fakeControl{Fail: map[string]fakeFailure{
+	f.SetControl(fakeControl{Fail: map[string]fakeFailure{
 		"agent prompt": {Code: "agent_not_ready", Message: "launch pending"},
 		"tab close":    {Code: "tab_close_failed", Message: "could not close"},
 	}})
@@ -290,26 +291,26 @@ func TestLaunchFailedRollbackKeepsHandleForRetry(t *testing.T) {
 	if !strings.Contains(err.Error(), "w1:t2") {
 		t.Errorf("message %q does not name the tab", err)
 	}
-	if diff := cmp.Diff([]string{"w1:t1", "w1:t2"}, f.tabIDs()); diff != "" {
+	if diff := cmp.Diff([]string{"w1:t1", "w1:t2"}, f.TabIDs()); diff != "" {
 		t.Errorf("tabs (-want +got):\n%s", diff)
 	}
 
-	f.control(fakeControl{})
+	f.SetControl(fakeControl{})
 	if err := f.cli.CloseTab(context.Background(), ce.Handle); err != nil {
 		t.Fatalf("retried CloseTab: %v", err)
 	}
-	if diff := cmp.Diff([]string{"w1:t1"}, f.tabIDs()); diff != "" {
+	if diff := cmp.Diff([]string{"w1:t1"}, f.TabIDs()); diff != "" {
 		t.Errorf("tabs after retry (-want +got):\n%s", diff)
 	}
 }
 
 func TestLaunchCancelledMidwayRollsBack(t *testing.T) {
 	f := newFixture(t)
-	f.control(fakeControl{Hang: []string{"agent start"}})
+	f.SetControl(fakeControl{Hang: []string{"agent start"}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
-		waitForFile(t, filepath.Join(f.dir, "hanging-agent_start"))
+		herdrtest.WaitForFile(t, filepath.Join(f.Dir, "hanging-agent_start"))
 		cancel()
 	}()
 	_, err := Launch(ctx, f.cli, f.request())
@@ -320,10 +321,10 @@ func TestLaunchCancelledMidwayRollsBack(t *testing.T) {
 	if errors.As(err, &ce) {
 		t.Fatalf("rollback failed: %v", err)
 	}
-	if diff := cmp.Diff([]string{"w1:t1"}, f.tabIDs()); diff != "" {
+	if diff := cmp.Diff([]string{"w1:t1"}, f.TabIDs()); diff != "" {
 		t.Errorf("tabs (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"tab create", "agent start", "tab close"}, f.commands()); diff != "" {
+	if diff := cmp.Diff([]string{"tab create", "agent start", "tab close"}, f.Commands()); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 }
@@ -335,7 +336,7 @@ func TestLaunchAlreadyCancelledRunsNothing(t *testing.T) {
 	if _, err := Launch(ctx, f.cli, f.request()); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
-	if calls := f.calls(); len(calls) != 0 {
-		t.Errorf("calls = %v, want none", f.commands())
+	if calls := f.Calls(); len(calls) != 0 {
+		t.Errorf("calls = %v, want none", f.Commands())
 	}
 }
