@@ -25,14 +25,14 @@ var fakeBinDir string
 
 func TestMain(m *testing.M) { herdrtest.Main(m, &fakeBinDir) }
 
-// manifests caches the compiled example per trust decision; compiling is
+// compiledExample caches the compiled (trusted) example; compiling is
 // deterministic, so sharing it between tests changes nothing.
-var manifests = map[bool]*compiler.Manifest{}
+var compiledExample *compiler.Manifest
 
 func exampleManifest(tb testing.TB) *compiler.Manifest {
 	tb.Helper()
-	if m := manifests[true]; m != nil {
-		return m
+	if compiledExample != nil {
+		return compiledExample
 	}
 	example, err := filepath.Abs("../testdata/example")
 	if err != nil {
@@ -57,7 +57,7 @@ func exampleManifest(tb testing.TB) *compiler.Manifest {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	manifests[true] = m
+	compiledExample = m
 	return m
 }
 
@@ -70,7 +70,6 @@ type fixture struct {
 	tb       testing.TB
 	dir      string
 	herdrDir string
-	env      []string
 	manifest *compiler.Manifest
 	now      time.Time
 }
@@ -83,14 +82,13 @@ func newFixture(tb testing.TB) *fixture {
 		tb.Fatal(err)
 	}
 	fake := herdrtest.New(tb, fakeBinDir, herdrDir, dir)
-	return &fixture{Fake: fake, tb: tb, dir: dir, herdrDir: herdrDir, env: fake.Env, manifest: exampleManifest(tb),
+	return &fixture{Fake: fake, tb: tb, dir: dir, herdrDir: herdrDir, manifest: exampleManifest(tb),
 		now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
 }
 
 func (f *fixture) runtime() *Runtime {
-	env := f.env
 	return &Runtime{
-		Surface:     &herdr.CLI{Runner: herdr.ExecRunner{Env: env}, Getenv: f.Getenv},
+		Surface:     &herdr.CLI{Runner: herdr.ExecRunner{Env: f.Env}, Getenv: f.Getenv},
 		Store:       Store{Dir: filepath.Join(f.dir, "state")},
 		ChannelRoot: filepath.Join(f.dir, "run"),
 		Bridge:      testBridge,

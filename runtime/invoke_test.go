@@ -42,7 +42,7 @@ func TestBindingsSurviveNewProcesses(t *testing.T) {
 		t.Errorf("notification = %q", got)
 	}
 	p := f.pane(created.RunID)
-	if i := index(p.Agent.Args, "--name"); i < 0 || p.Agent.Args[i+1] != "[sub:manual] review" {
+	if i := slices.Index(p.Agent.Args, "--name"); i < 0 || p.Agent.Args[i+1] != "[sub:manual] review" {
 		t.Errorf("manual args = %v", p.Agent.Args)
 	}
 	wantPrompt := "[User-invoked profile: review]\nThe user explicitly requests this task:\nReview MR 42"
@@ -100,7 +100,7 @@ func TestBindingsSurviveNewProcesses(t *testing.T) {
 		t.Errorf("notification = %q", got)
 	}
 	args := f.pane(resumed.RunID).Agent.Args
-	if i := index(args, "--session"); i < 0 || args[i+1] != "0192review" {
+	if i := slices.Index(args, "--session"); i < 0 || args[i+1] != "0192review" {
 		t.Errorf("resume args = %v", args)
 	}
 	b, ok, err := f.runtime().Store.LoadBinding(mainID, "review")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -155,7 +156,7 @@ func TestCloseRetainsUndeliveredSubMessages(t *testing.T) {
 func TestResumePersistentSub(t *testing.T) {
 	f := newFixture(t)
 	d := f.delegate(mainID, "reviewer", "Review auth")
-	if args := f.pane(d.RunID).Agent.Args; contains(args, "--no-session") || contains(args, "--session") {
+	if args := f.pane(d.RunID).Agent.Args; slices.Contains(args, "--no-session") || slices.Contains(args, "--session") {
 		t.Errorf("persistent launch args = %v", args)
 	}
 	sessionFile := filepath.Join(f.dir, "sessions", "2026_0192a0b1-aaaa.jsonl")
@@ -188,7 +189,7 @@ func TestResumePersistentSub(t *testing.T) {
 		t.Errorf("resume text = %q", r.Text())
 	}
 	args := f.pane(r.RunID).Agent.Args
-	if i := index(args, "--session"); i < 0 || args[i+1] != "0192a0b1-aaaa" || contains(args, "--no-session") {
+	if i := slices.Index(args, "--session"); i < 0 || args[i+1] != "0192a0b1-aaaa" || slices.Contains(args, "--no-session") {
 		t.Errorf("resume args = %v", args)
 	}
 	_, err = rt.Delegate(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: mainID,
@@ -421,17 +422,6 @@ func TestRunLookup(t *testing.T) {
 	if _, err := f.runtime().Delegate(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: mainID, Profile: "nope", Title: "x", Task: "x"}); err == nil || err.Error() != "Unknown profile 'nope'." {
 		t.Errorf("unknown profile: %v", err)
 	}
-}
-
-func contains(s []string, v string) bool { return index(s, v) >= 0 }
-
-func index(s []string, v string) int {
-	for i, x := range s {
-		if x == v {
-			return i
-		}
-	}
-	return -1
 }
 
 func TestAbandonedLaunchBecomesClosable(t *testing.T) {
