@@ -49,7 +49,6 @@ type FileReceipts struct {
 	mu   sync.Mutex
 	f    *os.File
 	seen map[Receipt]bool
-	log  []Receipt
 	size int64 // length of the log up to its last complete line
 }
 
@@ -84,7 +83,6 @@ func (s *FileReceipts) load() error {
 			return fmt.Errorf("corrupt receipt at byte %d", good)
 		}
 		s.seen[r] = true
-		s.log = append(s.log, r)
 		good += end + 1
 	}
 	if good < len(data) {
@@ -128,15 +126,7 @@ func (s *FileReceipts) Record(r Receipt) error {
 	}
 	s.size += int64(len(line))
 	s.seen[r] = true
-	s.log = append(s.log, r)
 	return nil
-}
-
-// Receipts returns the recorded receipts in the order they were recorded.
-func (s *FileReceipts) Receipts() []Receipt {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Receipt(nil), s.log...)
 }
 
 // Close closes the log file.
