@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,13 +17,10 @@ import (
 	"github.com/facets-dev/facets/herdr/herdrtest"
 )
 
-// fakeHerdr builds herdr/fakeherdr for one test so nothing outlives it.
-func fakeHerdr(t *testing.T) string { return herdrtest.Binary(t) }
-
 // runEnv points the Sub commands at a fake Herdr and private state.
 func runEnv(t *testing.T) string {
 	dir := t.TempDir()
-	t.Setenv("PATH", fakeHerdr(t)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("PATH", herdrtest.Binary(t)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	t.Setenv("FAKEHERDR_STATE", dir)
 	t.Setenv("HERDR_ENV", "1")
 	t.Setenv("HERDR_WORKSPACE_ID", "w1")
@@ -50,14 +48,7 @@ func decodeObject(t *testing.T, s string) map[string]any {
 	return m
 }
 
-func keys(m map[string]any) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
-}
+func keys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
 
 func TestSubCommandsJSON(t *testing.T) {
 	runEnv(t)
