@@ -1,6 +1,7 @@
 package herdr
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -237,7 +238,7 @@ func (c *CLI) CreateTab(ctx context.Context, spec TabSpec) (Handle, error) {
 	parseErr := decodeResult(res.Stdout, &created)
 	var h Handle
 	if parseErr == nil && created.Tab != nil {
-		h.TabID = first(created.Tab.TabID, created.Tab.ID)
+		h.TabID = cmp.Or(created.Tab.TabID, created.Tab.ID)
 	}
 	if parseErr == nil && created.RootPane != nil {
 		h.PaneID = created.RootPane.PaneID
@@ -258,15 +259,6 @@ func (c *CLI) CreateTab(ctx context.Context, spec TabSpec) (Handle, error) {
 		return h, fmt.Errorf("herdr %s: response for tab %s did not contain a root pane ID", command, h.TabID)
 	}
 	return h, nil
-}
-
-func first(values ...string) string {
-	for _, v := range values {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 func checkEnvVar(v EnvVar) error {
