@@ -6,13 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"unicode/utf8"
-
-	cuelang "cuelang.org/go/cue"
-	"cuelang.org/go/cue/ast"
-	"cuelang.org/go/cue/cuecontext"
-	cueyaml "cuelang.org/go/encoding/yaml"
 
 	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/profiles"
@@ -66,16 +60,8 @@ func compileRoles(schema *cue.Schema, in RoleInput) (roles []Role, diags []Diagn
 	}
 	defs := make([]roleDef, len(found.Files))
 	fileDiags := make([][]Diagnostic, len(found.Files))
-	parsers := map[*cue.Schema]*roleParser{}
-	var mu sync.Mutex
 	forEachParallel(schema, len(found.Files), in.Workers, func(s *cue.Schema, i int) {
-		mu.Lock()
-		p := parsers[s]
-		if p == nil {
-			p = newRoleParser(s)
-			parsers[s] = p
-		}
-		mu.Unlock()
+		p := roleParser{schema: s}
 		defs[i], fileDiags[i] = p.parse(found.Files[i])
 	})
 	for i, f := range found.Files {
@@ -106,11 +92,6 @@ func roleProblemSeverity(code string) Severity {
 
 type roleParser struct {
 	schema *cue.Schema
-	ctx    *cuelang.Context // decodes frontmatter that has only warnings
-}
-
-func newRoleParser(schema *cue.Schema) *roleParser {
-	return &roleParser{schema: schema, ctx: cuecontext.New()}
 }
 
 // parse validates one role file. Checks run in pi-herdr-agents' order (read,
@@ -223,9 +204,8 @@ func (p *roleParser) parseFile(f profiles.RoleFile) (roleDef, []Diagnostic) {
 
 // fields validates the frontmatter against #Role and, when it has no
 // errors, decodes it; bad names the top-level keys with errors. Unknown
-// keys are warnings (pi-herdr-agents ignores them), and cue.Result decodes
-// only fully valid documents, so a document with unknown keys is decoded
-// without the schema.
+// keys are warnings (pi-herdr-agents ignores them), so a document whose
+// only findings are unknown keys is decoded too.
 func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[string]any, diags []Diagnostic, bad map[string]bool) {
 	bad = map[string]bool{}
 	if blankYAML(yaml) {
@@ -255,26 +235,16 @@ func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[str
 	if HasErrors(diags) {
 		return nil, diags, bad
 	}
-	var m map[string]any
-	var err error
-	if res.OK() {
-		err = res.Decode(&m)
-	} else {
-		var file *ast.File
-		file, err = cueyaml.Extract(path, yaml)
-		if err == nil {
-			err = p.ctx.BuildFile(file).Decode(&m)
-		}
-	}
-	if err == nil && !res.OK() && len(res.Findings) == 0 {
+	if !res.OK() && len(res.Findings) == 0 {
 		// The schema rejected the document without saying where.
 		diags = append(diags, Diagnostic{Severity: Error, Code: cue.CodeInvalidValue, File: path, Line: start, Column: 1,
 			Message: "frontmatter does not satisfy the role schema", Hint: "run facets schema --cue to see the allowed values"})
 		return nil, diags, bad
 	}
-	if err != nil {
-		// Unreachable once the schema accepted the document; reported rather
-		// than trusted, so a decoder disagreement cannot pass silently.
+	var m map[string]any
+	if err := res.Decode(&m); err != nil {
+		// Unreachable once the document parsed; reported rather than
+		// trusted, so a decoder disagreement cannot pass silently.
 		diags = append(diags, Diagnostic{Severity: Error, Code: cue.CodeSyntax, File: path, Line: start, Column: 1,
 			Message: fmt.Sprintf("cannot decode frontmatter: %v", err), Hint: "simplify the frontmatter to key: value lines"})
 		return nil, diags, bad

@@ -36,7 +36,7 @@ func FuzzRoleFrontmatter(f *testing.F) {
 		f.Add([]byte(seed), true)
 	}
 	schema := loadSchema(f)
-	p := newRoleParser(schema)
+	p := &roleParser{schema: schema}
 	f.Fuzz(func(t *testing.T, data []byte, pack bool) {
 		layer := profiles.LayerGlobal
 		if pack {

@@ -198,7 +198,7 @@ func TestRoleDeterministic(t *testing.T) {
 // parseOne validates a single role file given as text in the given layer.
 func parseOne(t *testing.T, schema *cue.Schema, layer, stem, text string) (roleDef, []Diagnostic) {
 	t.Helper()
-	return newRoleParser(schema).parse(profiles.RoleFile{Layer: layer, Path: "/r/" + stem + ".md", Stem: stem, Data: []byte(text)})
+	return (&roleParser{schema: schema}).parse(profiles.RoleFile{Layer: layer, Path: "/r/" + stem + ".md", Stem: stem, Data: []byte(text)})
 }
 
 func codes(ds []Diagnostic) []string {

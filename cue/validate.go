@@ -44,7 +44,7 @@ type Finding struct {
 // Result is the outcome of validating one document.
 type Result struct {
 	Findings []Finding
-	value    cuelang.Value
+	doc      cuelang.Value
 	ok       bool
 	pos      map[string]token.Pos
 }
@@ -59,13 +59,15 @@ func (r *Result) Position(field string) (line, col int) {
 // OK reports whether the document satisfied the schema.
 func (r *Result) OK() bool { return r.ok && len(r.Findings) == 0 }
 
-// Decode stores the validated document into x (see cue.Value.Decode). It
-// fails if the document was not valid.
+// Decode stores the document as written into x (see cue.Value.Decode),
+// whatever its findings, so a caller that accepts some of them (such as
+// unknown keys) can still read it; check OK first otherwise. It fails if
+// the document did not parse.
 func (r *Result) Decode(x any) error {
-	if !r.OK() {
-		return fmt.Errorf("decode invalid document")
+	if !r.doc.Exists() {
+		return errors.New("decode: the document did not parse")
 	}
-	return r.value.Decode(x)
+	return r.doc.Decode(x)
 }
 
 // ValidateJSON validates a JSON document (such as a profile config.json)
@@ -244,7 +246,7 @@ func (s *Schema) validate(d Definition, file string, lit *ast.StructLit, data cu
 			Code: CodeInvalidValue, Message: msg, Hint: hint})
 	}
 	sortFindings(res.Findings)
-	res.value = unified
+	res.doc = data
 	res.ok = err == nil
 	res.pos = fieldPos
 	return res
