@@ -398,7 +398,6 @@ func statusCommand(args []string, ctl control, version string) (any, *cliError) 
 		}
 		s.Status, s.Running, s.Version, s.Protocol, s.Compatible = "running", true, &version, &p, &compatible
 		s.Capabilities = map[string]any{"live_handoff": true, "detached_server_daemon": true}
-		s.RestartNeeded = &no
 	}
 	if asJSON {
 		return plainJSON{s}, nil
