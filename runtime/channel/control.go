@@ -1,6 +1,7 @@
 package channel
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -78,27 +79,32 @@ func (c *Channel) readControl(name string, v any, check func() error) (bool, err
 		return false, nil
 	}
 	if err == nil {
-		m, ferr := fields(data)
-		err = ferr
-		if err == nil {
-			if ver, verr := safeIntField(m, "version", 1); verr != nil || ver != 1 {
-				err = errors.New("version must be 1")
-			}
-		}
-		if err == nil {
-			err = checkIdentity(m, c.identity())
-		}
-		if err == nil {
-			err = jsonStrict(data, v)
-		}
-		if err == nil && check != nil {
-			err = check()
-		}
+		err = c.decodeControl(data, v, check)
 	}
 	if err != nil {
 		return false, fmt.Errorf("read %s in %s: %w", name, c.dir, err)
 	}
 	return true, nil
+}
+
+func (c *Channel) decodeControl(data []byte, v any, check func() error) error {
+	m, err := fields(data)
+	if err != nil {
+		return err
+	}
+	if ver, err := safeIntField(m, "version", 1); err != nil || ver != 1 {
+		return errors.New("version must be 1")
+	}
+	if err := checkIdentity(m, c.identity()); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("decode: %w", err)
+	}
+	if check != nil {
+		return check()
+	}
+	return nil
 }
 
 func (c *Channel) removeControl(name string) error {

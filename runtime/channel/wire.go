@@ -272,12 +272,3 @@ func jsQuote(s string) string {
 	b.WriteByte('"')
 	return b.String()
 }
-
-// jsonStrict decodes an already shape-checked object into v, failing on
-// members of the wrong type.
-func jsonStrict(data []byte, v any) error {
-	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("decode: %w", err)
-	}
-	return nil
-}
