@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -123,7 +124,7 @@ func TestSendWireFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "{\n  \"version\": 1,\n  \"id\": \"" + m.ID + "\",\n  \"sequence\": 1,\n  \"runId\": \"" + c.Manifest().RunID +
-		"\",\n  \"token\": \"" + c.Manifest().Token + "\",\n  \"createdAt\": " + jsonInt(m.CreatedAt) + ",\n  \"message\": \"hello <b>\"\n}\n"
+		"\",\n  \"token\": \"" + c.Manifest().Token + "\",\n  \"createdAt\": " + strconv.FormatInt(m.CreatedAt, 10) + ",\n  \"message\": \"hello <b>\"\n}\n"
 	if diff := cmp.Diff(want, string(data)); diff != "" {
 		t.Errorf("payload (-want +got):\n%s", diff)
 	}
@@ -132,7 +133,7 @@ func TestSendWireFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The counter reserves a block beyond the message just sent.
-	wantSeq := "{\n  \"runId\": \"" + c.Manifest().RunID + "\",\n  \"token\": \"" + c.Manifest().Token + "\",\n  \"sequence\": " + jsonInt(1+defaultReserve) + "\n}\n"
+	wantSeq := "{\n  \"runId\": \"" + c.Manifest().RunID + "\",\n  \"token\": \"" + c.Manifest().Token + "\",\n  \"sequence\": " + strconv.Itoa(1+defaultReserve) + "\n}\n"
 	if diff := cmp.Diff(wantSeq, string(seq)); diff != "" {
 		t.Errorf("counter (-want +got):\n%s", diff)
 	}
@@ -168,7 +169,7 @@ func TestSequenceLeaseAcrossWriters(t *testing.T) {
 		want = append(want, s)
 	}
 	for i := range 8 {
-		send(a, "a"+jsonInt(int64(i)))
+		send(a, "a"+strconv.Itoa(i))
 	}
 	if counterWrites != 2 { // 1..4 reserved, then 5..8 reserved... (1+3, then 5+3)
 		t.Errorf("%d counter writes for 8 sends with reserve 3, want 2", counterWrites)
@@ -189,8 +190,6 @@ func TestSequenceLeaseAcrossWriters(t *testing.T) {
 		}
 	}
 }
-
-func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
 func TestCorruptCounterStopsSend(t *testing.T) {
 	c := newTestChannel(t)
