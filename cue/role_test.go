@@ -52,12 +52,9 @@ var roleCases = []struct {
 	{"bad utf-8", "description: ok\nmodel: a/\xff\n", []roleFinding{{"encoding", "", 3, 10}}},
 }
 
-// hyphenCases have invalid values under keys that are not CUE identifiers.
-// validate.go compares CUE error paths (which quote such labels, e.g.
-// "\"auto-exit\"") with raw key names, so today these documents are
-// rejected (OK is false) without a finding; the compiler reports them
-// itself. Once validate.go unquotes labels, the finding must be exactly
-// the one listed.
+// hyphenCases have invalid values under keys that are not CUE identifiers,
+// which CUE quotes in error paths (e.g. "\"auto-exit\""); validate.go
+// unquotes them, so each document yields exactly the finding listed.
 var hyphenCases = []struct {
 	name string
 	yaml string
@@ -80,10 +77,12 @@ func TestRoleFindingsHyphenatedKeys(t *testing.T) {
 		if res.OK() {
 			t.Errorf("%s: accepted an invalid value", tc.name)
 		}
+		var got []roleFinding
 		for _, f := range res.Findings {
-			if got := (roleFinding{f.Code, f.Field, f.Line, f.Column}); got != tc.want {
-				t.Errorf("%s: finding %+v, want %+v", tc.name, got, tc.want)
-			}
+			got = append(got, roleFinding{f.Code, f.Field, f.Line, f.Column})
+		}
+		if diff := cmp.Diff([]roleFinding{tc.want}, got); diff != "" {
+			t.Errorf("%s: findings mismatch (-want +got):\n%s", tc.name, diff)
 		}
 	}
 }
