@@ -125,7 +125,7 @@ func (rt *Runtime) checkReusable(ctx context.Context, run *Run) (bool, error) {
 		}
 		return false, rt.markClosed(run)
 	}
-	if run.Launching {
+	if run.Launching() {
 		return false, errors.New("Cannot verify the existing Sub is available. Close its tab before retrying; no duplicate session was created.")
 	}
 	if st, _ := rt.Surface.Status(ctx, run.handle()); st != herdr.StatusUnknown && st != "" {

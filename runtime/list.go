@@ -107,7 +107,7 @@ func (rt *Runtime) List(ctx context.Context, mainSessionID string, all bool) (Li
 			continue
 		}
 		status := string(herdr.StatusUnknown)
-		if r.Launching {
+		if r.Launching() {
 			status = "launching"
 		} else if s, _ := rt.Surface.Status(ctx, r.handle()); s != "" {
 			status = string(s)

@@ -200,7 +200,7 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p compiler
 	var cleanup *herdr.CleanupError
 	switch {
 	case errors.As(err, &cleanup):
-		run.Launching, run.LaunchPID = false, 0
+		run.LaunchPID = 0
 		run.LaunchError = err.Error()
 		run.Surface = &Surface{Adapter: "herdr", Handle: cleanup.Handle}
 		run.UpdatedAt = rt.now().UnixMilli()
@@ -213,7 +213,7 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p compiler
 		}
 		return Delegation{}, fmt.Errorf("delegate: %w", err)
 	}
-	run.Launching, run.LaunchPID = false, 0
+	run.LaunchPID = 0
 	run.Surface = &Surface{Adapter: "herdr", Handle: h}
 	run.UpdatedAt = rt.now().UnixMilli()
 	if err := rt.Store.SaveRun(run); err != nil {
@@ -343,7 +343,7 @@ func (rt *Runtime) reserve(req DelegateRequest, p compiler.Profile, title, task,
 		Version: RunVersion, RunID: m.RunID, MainSessionID: req.MainSessionID, Title: title, Cwd: cwd,
 		ProfileName: p.Name, Origin: m.Origin, SessionPersistence: p.Launch.SessionPersistence,
 		ChannelDir: ch.Dir(), CreatedAt: now, UpdatedAt: now, SubSessionID: resumeID,
-		Tools: p.Launch.Tools, Skills: p.Launch.Skills, Launching: true, LaunchPID: os.Getpid(),
+		Tools: p.Launch.Tools, Skills: p.Launch.Skills, LaunchPID: os.Getpid(),
 	}
 	if req.Manual {
 		run.Purpose = p.Description
@@ -394,13 +394,13 @@ func channelExists(run *Run) bool {
 // drained its messages. Problems leave the run as it was; they are the
 // channel watcher's to report.
 func (rt *Runtime) refresh(run *Run) {
-	if run.Launching {
+	if run.Launching() {
 		if processAlive(run.LaunchPID) {
 			return
 		}
 		// The launching process died mid-launch: nobody will finish or roll
 		// back this run, so it becomes a retained run that close releases.
-		run.Launching, run.LaunchPID = false, 0
+		run.LaunchPID = 0
 		run.LaunchError = "The launching process exited before the launch finished; a Herdr tab may be left open."
 		run.UpdatedAt = rt.now().UnixMilli()
 		rt.Store.SaveRun(run)
@@ -490,7 +490,7 @@ func (rt *Runtime) Talk(mainSessionID, ref, text string) (Message, error) {
 	if err != nil {
 		return Message{}, err
 	}
-	if run.Launching {
+	if run.Launching() {
 		return Message{}, fmt.Errorf("Sub '%s' is still launching.", run.Title)
 	}
 	ch, err := openChannel(run)
@@ -571,7 +571,7 @@ func (rt *Runtime) Close(ctx context.Context, mainSessionID, ref, reason string)
 	if err != nil {
 		return Closure{}, err
 	}
-	if run.Launching {
+	if run.Launching() {
 		return Closure{}, fmt.Errorf("Sub '%s' is still launching; close it once the launch has finished.", run.Title)
 	}
 	ch, chErr := openChannel(run)

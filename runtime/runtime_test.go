@@ -429,9 +429,9 @@ func TestAbandonedLaunchBecomesClosable(t *testing.T) {
 	store := f.runtime().Store
 	// A launch still running in another (live) process must not be closed
 	// under it.
-	live := &Run{Version: RunVersion, RunID: "live-launch", MainSessionID: mainID, Title: "live", ChannelDir: filepath.Join(f.dir, "none"), Launching: true, LaunchPID: os.Getpid()}
+	live := &Run{Version: RunVersion, RunID: "live-launch", MainSessionID: mainID, Title: "live", ChannelDir: filepath.Join(f.dir, "none"), LaunchPID: os.Getpid()}
 	// A launcher that died: no process has a negative PID.
-	dead := &Run{Version: RunVersion, RunID: "dead-launch", MainSessionID: mainID, Title: "dead", ChannelDir: filepath.Join(f.dir, "none"), Launching: true, LaunchPID: -1}
+	dead := &Run{Version: RunVersion, RunID: "dead-launch", MainSessionID: mainID, Title: "dead", ChannelDir: filepath.Join(f.dir, "none"), LaunchPID: -1}
 	for _, r := range []*Run{live, dead} {
 		if err := store.SaveRun(r); err != nil {
 			t.Fatal(err)

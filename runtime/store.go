@@ -41,10 +41,9 @@ type Run struct {
 	Surface            *Surface `json:"surface,omitempty"`
 	Tools              []string `json:"tools,omitempty"`
 	Skills             []string `json:"skills,omitempty"`
-	// Launching marks a slot reserved before herdr.Launch returned, by the
-	// process LaunchPID; if that process dies the run becomes closable.
-	Launching bool `json:"launching,omitempty"`
-	LaunchPID int  `json:"launchPid,omitempty"`
+	// LaunchPID, while set, marks a slot reserved before herdr.Launch
+	// returned, by that process; if it dies the run becomes closable.
+	LaunchPID int `json:"launchPid,omitempty"`
 	// LaunchError is set when a launch failed and its rollback did too: the
 	// tab may still exist, so the run stays open until a close succeeds.
 	LaunchError string `json:"launchError,omitempty"`
@@ -59,6 +58,9 @@ type Surface struct {
 
 // Open reports whether the run holds one of the Main's open-Sub slots.
 func (r *Run) Open() bool { return r.ClosedAt == 0 }
+
+// Launching reports whether the run's launch has not returned yet.
+func (r *Run) Launching() bool { return r.LaunchPID != 0 }
 
 // Manual reports whether the run was started by a user profile command.
 func (r *Run) Manual() bool { return r.Origin == OriginManual }
