@@ -74,11 +74,6 @@ type Notice struct {
 	Level string `json:"level"` // info or warning
 }
 
-// IsMCPTool reports whether a profile tool name belongs to Pi's native MCP
-// support; those are left to Pi's own configuration, never selected by facets.
-// It is the launch package's rule, so a Main and its Subs agree.
-func IsMCPTool(name string) bool { return launch.IsMCPTool(name) }
-
 // MainPlan builds the plan of a Main Pi from a compiled manifest and its
 // diagnostics; profile is the --profile value (empty: none).
 func MainPlan(m *compiler.Manifest, ds []compiler.Diagnostic, profile string) Plan {
@@ -114,17 +109,13 @@ func MainPlan(m *compiler.Manifest, ds []compiler.Diagnostic, profile string) Pl
 	return p
 }
 
-// subProfile is the part of a channel manifest's profile snapshot a Sub
-// applies. Both the reference's ResolvedProfile shape and a compiler
-// Launch nested under "launch" are accepted.
+// subProfile is the part of a channel manifest's profile snapshot (the
+// reference's ResolvedProfile shape, written by launch.ResolvedProfile) a
+// Sub applies.
 type subProfile struct {
 	Name         string   `json:"name"`
 	Tools        []string `json:"tools"`
 	Instructions string   `json:"instructions"`
-	Launch       *struct {
-		Tools        []string `json:"tools"`
-		Instructions string   `json:"instructions"`
-	} `json:"launch"`
 }
 
 // ManualSubGuidance ends the protocol section of a Sub the user invoked
@@ -147,22 +138,18 @@ func SubPlan(rawProfile json.RawMessage, origin string) Plan {
 		p.Error = "Invalid Facets channel manifest: profile snapshot is unreadable."
 		return p
 	}
-	tools, instr := sp.Tools, sp.Instructions
-	if l := sp.Launch; l != nil {
-		tools, instr = l.Tools, l.Instructions
-	}
 	// The Sub's model, thinking level and skills come from its launch argv
 	// (--model, --thinking, --no-skills --skill), so the plan leaves them
 	// out; the tool set is enforced here as well, because a stray ambient
 	// tool would widen what the Sub can do.
-	ap, err := activeProfile(sp.Name, "", "", append(slices.Clone(tools), "talk"), nil)
+	ap, err := activeProfile(sp.Name, "", "", append(sp.Tools, "talk"), nil)
 	if err != nil {
 		p.Error = err.Error()
 		return p
 	}
 	p.Profile = ap
-	if instr != "" {
-		p.Sections[SectionProfile] = "## Facets profile: " + sp.Name + "\n" + instr
+	if sp.Instructions != "" {
+		p.Sections[SectionProfile] = "## Facets profile: " + sp.Name + "\n" + sp.Instructions
 	}
 	return p
 }
@@ -176,15 +163,17 @@ func activeProfile(name, model, thinking string, tools, skills []string) (*Activ
 		}
 		ap.Provider, ap.ModelID = prov, id
 	}
+	if len(tools) == 0 {
+		return nil, errors.New("Profile '" + name + "' has no tools.")
+	}
+	// MCP tools are left to Pi's own configuration, by the launch package's
+	// rule, so a Main and its Subs agree.
 	for _, t := range tools {
-		if !IsMCPTool(t) && !slices.Contains(ap.Tools, t) {
+		if !launch.IsMCPTool(t) && !slices.Contains(ap.Tools, t) {
 			ap.Tools = append(ap.Tools, t)
 		}
 	}
 	ap.Skills = append(ap.Skills, skills...)
-	if len(ap.Tools) == 0 && len(tools) == 0 {
-		return nil, errors.New("Profile '" + name + "' has no tools.")
-	}
 	return ap, nil
 }
 
