@@ -169,7 +169,6 @@ func (f *Fake) Commands() []string {
 type Tab struct {
 	Label string            `json:"label"`
 	Env   map[string]string `json:"env"`
-	Panes []string          `json:"panes"`
 }
 
 // Pane is a pane in the fake's state, with the agent started in it.
@@ -178,8 +177,6 @@ type Pane struct {
 	Tokens map[string]string `json:"tokens"`
 	Source string            `json:"metadata_source"`
 	Agent  *struct {
-		Name    string   `json:"name"`
-		Kind    string   `json:"kind"`
 		Args    []string `json:"args"`
 		Prompts []string `json:"prompts"`
 	} `json:"agent"`
