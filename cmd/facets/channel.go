@@ -40,12 +40,10 @@ type channelFlags struct {
 	dir, tokenFile, direction string
 }
 
-func (f *channelFlags) register(cmd *cobra.Command, withDirection bool) {
+func (f *channelFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.dir, "dir", os.Getenv("PI_FACETS_CHANNEL"), "channel directory (default $PI_FACETS_CHANNEL)")
 	cmd.Flags().StringVar(&f.tokenFile, "token-file", os.Getenv("PI_FACETS_TOKEN_FILE"), "file holding the capability token (default $PI_FACETS_TOKEN_FILE)")
-	if withDirection {
-		cmd.Flags().StringVar(&f.direction, "direction", "", "inbox: to-main or to-sub (required)")
-	}
+	cmd.Flags().StringVar(&f.direction, "direction", "", "inbox: to-main or to-sub (required)")
 }
 
 func (f *channelFlags) open() (*channel.Channel, channel.Direction, error) {
@@ -107,7 +105,7 @@ func newChannelSendCmd(a *app) *cobra.Command {
 			return json.NewEncoder(a.stdout).Encode(map[string]any{"direction": m.Direction, "messageId": m.ID, "sequence": m.Sequence})
 		},
 	}
-	f.register(cmd, true)
+	f.register(cmd)
 	cmd.Flags().StringVar(&text, "text", "", "message text (default: read stdin)")
 	return cmd
 }
@@ -175,7 +173,7 @@ type receiveFlags struct {
 }
 
 func (f *receiveFlags) register(cmd *cobra.Command) {
-	f.channelFlags.register(cmd, true)
+	f.channelFlags.register(cmd)
 	cmd.Flags().StringVar(&f.receipts, "receipts", "", "receipt log to record deliveries in (default: in memory)")
 }
 
@@ -186,23 +184,15 @@ func (f *receiveFlags) openWithStore() (*channel.Channel, channel.Direction, cha
 	if err != nil {
 		return nil, "", nil, nil, err
 	}
-	store, closeStore, err := f.store()
+	if f.receipts == "" {
+		return c, d, channel.NewMemoryReceipts(), func() { c.Close() }, nil
+	}
+	s, err := channel.OpenFileReceipts(f.receipts)
 	if err != nil {
 		c.Close()
 		return nil, "", nil, nil, err
 	}
-	return c, d, store, func() { closeStore(); c.Close() }, nil
-}
-
-func (f *receiveFlags) store() (channel.ReceiptStore, func(), error) {
-	if f.receipts == "" {
-		return channel.NewMemoryReceipts(), func() {}, nil
-	}
-	s, err := channel.OpenFileReceipts(f.receipts)
-	if err != nil {
-		return nil, nil, err
-	}
-	return s, func() { s.Close() }, nil
+	return c, d, s, func() { s.Close(); c.Close() }, nil
 }
 
 func newChannelRecvCmd(a *app) *cobra.Command {
