@@ -67,7 +67,6 @@ type state struct {
 
 type workspace struct {
 	ID       string `json:"id"`
-	Number   int    `json:"number"`
 	NextTab  int    `json:"next_tab"`
 	NextPane int    `json:"next_pane"`
 }
@@ -184,16 +183,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, cerr.message)
 			return 2
 		}
-		line, _ := json.Marshal(struct {
-			ID    string `json:"id"`
-			Error struct {
-				Code    string `json:"code"`
-				Message string `json:"message"`
-			} `json:"error"`
-		}{ID: id, Error: struct {
+		type errorBody struct {
 			Code    string `json:"code"`
 			Message string `json:"message"`
-		}{cerr.code, cerr.message}})
+		}
+		line, _ := json.Marshal(struct {
+			ID    string    `json:"id"`
+			Error errorBody `json:"error"`
+		}{id, errorBody{cerr.code, cerr.message}})
 		fmt.Fprintln(stderr, string(line))
 		return cerr.exit
 	}
@@ -887,7 +884,7 @@ func loadState(dir string) (*state, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "state.json"))
 	if errors.Is(err, os.ErrNotExist) {
 		st := &state{Workspaces: map[string]*workspace{}, Tabs: map[string]*tab{}, Panes: map[string]*pane{}}
-		ws := &workspace{ID: "w1", Number: 1, NextTab: 1, NextPane: 1}
+		ws := &workspace{ID: "w1", NextTab: 1, NextPane: 1}
 		st.Workspaces[ws.ID] = ws
 		t := &tab{ID: "w1:t1", WorkspaceID: "w1", Number: 1, Label: "main", Focused: true}
 		ws.NextTab++
