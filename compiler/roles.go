@@ -145,8 +145,9 @@ func (p *roleParser) parseFile(f profiles.RoleFile) (roleDef, []Diagnostic) {
 			"start the file with a --- line, key: value lines, and a closing --- line")
 		return def, diags
 	}
-	if n, _, ok := profiles.FrontmatterLine(yaml, "name"); ok {
-		def.name = n // pi-herdr-agents names a legacy-cli role this way in every layer
+	lineName, nameLine, ok := profiles.FrontmatterLine(yaml, "name")
+	if ok {
+		def.name = lineName // pi-herdr-agents names a legacy-cli role this way in every layer
 	}
 	if cli, line, ok := profiles.FrontmatterLine(yaml, "cli"); ok {
 		add(Error, "external-cli-unsupported", start+line-1, 1,
@@ -175,7 +176,6 @@ func (p *roleParser) parseFile(f profiles.RoleFile) (roleDef, []Diagnostic) {
 
 	name, hasName := fields["name"].(string)
 	desc, _ := fields["description"].(string)
-	_, nameLine, _ := profiles.FrontmatterLine(yaml, "name")
 	nameCol := 0
 	if nameLine > 0 {
 		nameLine, nameCol = nameLine+start-1, 1
