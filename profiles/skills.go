@@ -22,21 +22,12 @@ func PrivateSkills(profileDir, subject string) ([]string, []Problem) {
 	var skills []string
 	var probs []Problem
 	visited := map[fileID]bool{}
-	var visit func(dir string, isRoot bool)
-	visit = func(dir string, isRoot bool) {
-		// The directory's device and inode identify it however it was
-		// reached, which stops symlink loops with one stat per directory
-		// instead of resolving every path component.
-		fi, err := os.Stat(dir)
-		if errors.Is(err, fs.ErrNotExist) && isRoot {
-			return
-		}
-		if err != nil {
-			probs = append(probs, Problem{Path: dir, Code: "unreadable-skills", Subject: subject,
-				Message: fmt.Sprintf("cannot resolve skills directory: %v", unwrapPath(err)),
-				Hint:    "remove the broken symlink or fix its target"})
-			return
-		}
+	// visit takes the directory's stat result from its parent's listing, so
+	// each directory is stat'ed once. Its device and inode identify it
+	// however it was reached, which stops symlink loops without resolving
+	// every path component.
+	var visit func(dir string, fi os.FileInfo, isRoot bool)
+	visit = func(dir string, fi os.FileInfo, isRoot bool) {
 		id, ok := idOf(fi)
 		if ok && visited[id] {
 			return
@@ -72,13 +63,22 @@ func PrivateSkills(profileDir, subject string) ([]string, []Problem) {
 			}
 			switch {
 			case fi.IsDir():
-				visit(p, false)
+				visit(p, fi, false)
 			case isRoot && fi.Mode().IsRegular() && strings.HasSuffix(name, ".md"):
 				skills = append(skills, p)
 			}
 		}
 	}
-	visit(root, true)
+	fi, err := os.Stat(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, []Problem{{Path: root, Code: "unreadable-skills", Subject: subject,
+			Message: fmt.Sprintf("cannot resolve skills directory: %v", unwrapPath(err)),
+			Hint:    "remove the broken symlink or fix its target"}}
+	}
+	visit(root, fi, true)
 	return skills, probs
 }
 
