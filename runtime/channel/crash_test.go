@@ -263,7 +263,7 @@ func TestCrashAtRandomPoints(t *testing.T) {
 	if len(acked) == 0 {
 		t.Fatal("no send ever completed; the test exercised nothing")
 	}
-	temps := tempFiles(t, c)
+	temps := tempFiles(t, c, ToMain)
 	t.Logf("%d iterations: %d sends confirmed, %d deliveries (%d published by a sender killed before Send returned), %d temp files left by killed writers",
 		iterations, len(acked), len(entries), unacked, len(temps))
 	// The next writer sweeps whatever temp files the killed ones left; one
@@ -276,25 +276,7 @@ func TestCrashAtRandomPoints(t *testing.T) {
 	if _, err := reopen(t, c).Send(ToMain, "after the crashes"); err != nil {
 		t.Fatal(err)
 	}
-	if left := tempFiles(t, c); len(left) != 0 {
+	if left := tempFiles(t, c, ToMain); len(left) != 0 {
 		t.Errorf("temp files left by killed writers survived the next writer: %v", left)
 	}
-}
-
-// tempFiles lists the temp files in the channel directory and its to-main inbox.
-func tempFiles(t *testing.T, c *Channel) []string {
-	t.Helper()
-	var out []string
-	for _, dir := range []string{c.Dir(), filepath.Join(c.Dir(), string(ToMain))} {
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range ents {
-			if strings.HasSuffix(e.Name(), ".tmp") {
-				out = append(out, filepath.Join(dir, e.Name()))
-			}
-		}
-	}
-	return out
 }

@@ -74,10 +74,8 @@ func TestWriteFailuresKeepMessages(t *testing.T) {
 					if diff := cmp.Diff([]string{"before", "the message"}, texts(queued)); diff != "" {
 						t.Errorf("queue (-want +got):\n%s", diff)
 					}
-					for _, n := range inboxNames(t, c, ToSub) {
-						if strings.HasSuffix(n, ".tmp") {
-							t.Errorf("temp file left behind: %s", n)
-						}
+					if left := tempFiles(t, c, ToSub); len(left) != 0 {
+						t.Errorf("temp files left behind: %v", left)
 					}
 				})
 			}

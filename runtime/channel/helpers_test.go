@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -45,6 +46,25 @@ func inboxNames(t testing.TB, c *Channel, d Direction) []string {
 	var out []string
 	for _, e := range ents {
 		out = append(out, e.Name())
+	}
+	return out
+}
+
+// tempFiles lists the temp files in the channel directory (counter writes)
+// and in the inbox of d.
+func tempFiles(t testing.TB, c *Channel, d Direction) []string {
+	t.Helper()
+	var out []string
+	for _, dir := range []string{c.Dir(), filepath.Join(c.Dir(), string(d))} {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), ".tmp") {
+				out = append(out, filepath.Join(dir, e.Name()))
+			}
+		}
 	}
 	return out
 }
