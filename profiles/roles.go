@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 )
 
@@ -293,8 +292,9 @@ func fileKind(m fs.FileMode) string {
 
 // mdChildren lists the names of a directory's direct children ending in
 // .md (case-sensitive, dotfiles included, as in pi-herdr-agents), in byte
-// order. pi-herdr-agents sorts with localeCompare; byte order is the
-// locale-independent choice and only matters within one layer.
+// order, as os.ReadDir returns them. pi-herdr-agents sorts with
+// localeCompare; byte order is the locale-independent choice and only
+// matters within one layer.
 func mdChildren(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -306,7 +306,6 @@ func mdChildren(dir string) ([]string, error) {
 			names = append(names, e.Name())
 		}
 	}
-	slices.Sort(names)
 	return names, nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 )
@@ -44,12 +43,8 @@ func PrivateSkills(profileDir, subject string) ([]string, []Problem) {
 				Hint:    "check the directory's permissions"})
 			return
 		}
-		names := make([]string, 0, len(des))
-		for _, de := range des {
-			names = append(names, de.Name())
-		}
-		slices.Sort(names)
-		for _, name := range names {
+		for _, de := range des { // sorted by name
+			name := de.Name()
 			if strings.HasPrefix(name, ".") || name == "node_modules" {
 				continue
 			}
