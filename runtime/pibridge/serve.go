@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -60,6 +62,7 @@ type server struct {
 	receipts *channel.MemoryReceipts
 	rx       *channel.Receiver
 	w        *channel.Watcher
+	sub      *channel.Channel // a Sub's own channel; nil in a Main
 
 	outMu sync.Mutex
 	out   *json.Encoder
@@ -94,6 +97,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts ServeOptions) 
 		if err != nil {
 			return fmt.Errorf("serve sub: %w", err)
 		}
+		s.sub = c
 		s.chans[c.Manifest().RunID] = c
 	default:
 		return fmt.Errorf("serve: unknown role %q (want main or sub)", opts.Role)
@@ -187,11 +191,8 @@ func (s *server) handle(req request) {
 	case "ready":
 		s.mu.Lock()
 		s.ready = true
-		cs := s.channelList()
 		s.mu.Unlock()
-		for _, c := range cs {
-			s.w.Add(c)
-		}
+		s.wakeAll()
 	case "settled":
 		// Idle with nothing queued: anything still in flight was dropped
 		// by Pi (e.g. a follow-up withdrawn with its run), so retry it. An
@@ -211,14 +212,14 @@ func (s *server) handle(req request) {
 	case "turn-end":
 		s.turn(false)
 	case "session":
-		if c := s.subChannel(); c != nil && req.SessionID != "" {
+		if c := s.sub; c != nil && req.SessionID != "" {
 			if err := c.WriteSession(req.SessionID, req.File); err != nil {
 				s.problem(err.Error())
 			}
 		}
 	case "quit":
 		// A Sub closed by its user (not by close_sub) tells the Main so.
-		if c := s.subChannel(); c != nil {
+		if c := s.sub; c != nil {
 			if _, asked, _ := c.CloseRequest(); !asked && !s.isClosing() {
 				if err := c.MarkClosed("The Sub session was closed manually."); err != nil {
 					s.problem(err.Error())
@@ -250,33 +251,12 @@ func (s *server) channel(runID string) *channel.Channel {
 	return s.chans[runID]
 }
 
-// channelList must be called with s.mu held.
-func (s *server) channelList() []*channel.Channel {
-	out := make([]*channel.Channel, 0, len(s.chans))
-	for _, c := range s.chans {
-		out = append(out, c)
-	}
-	return out
-}
-
-func (s *server) subChannel() *channel.Channel {
-	if s.opts.Role != "sub" {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, c := range s.chans {
-		return c
-	}
-	return nil
-}
-
 func (s *server) wakeAll() {
-	if !s.isReady() {
-		return
-	}
 	s.mu.Lock()
-	cs := s.channelList()
+	var cs []*channel.Channel
+	if s.ready {
+		cs = slices.Collect(maps.Values(s.chans))
+	}
 	s.mu.Unlock()
 	for _, c := range cs {
 		s.w.Add(c)
@@ -285,7 +265,7 @@ func (s *server) wakeAll() {
 
 // send queues a Sub→Main talk message and answers with its id.
 func (s *server) send(req request) {
-	c := s.subChannel()
+	c := s.sub
 	if c == nil {
 		s.emit(event{Type: "result", ID: req.ID, Error: "talk to the Main is only available in a Sub"})
 		return
@@ -300,24 +280,22 @@ func (s *server) send(req request) {
 
 // turn records the Sub's active turn so an interrupt can target exactly it.
 func (s *server) turn(start bool) {
-	c := s.subChannel()
+	c := s.sub
 	if c == nil {
 		return
 	}
+	var err error
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if start {
 		s.turnID = channel.NewID()
-		if err := c.SetActiveTurn(s.turnID); err != nil {
-			go s.problem(err.Error())
-		}
-		return
-	}
-	if s.turnID != "" {
-		if err := c.ClearActiveTurn(s.turnID); err != nil {
-			go s.problem(err.Error())
-		}
+		err = c.SetActiveTurn(s.turnID)
+	} else if s.turnID != "" {
+		err = c.ClearActiveTurn(s.turnID)
 		s.turnID = ""
+	}
+	s.mu.Unlock()
+	if err != nil {
+		s.problem(err.Error())
 	}
 }
 
