@@ -41,18 +41,14 @@ func loadFixture(t *testing.T, path string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tree := &txtar.Archive{}
 	for _, f := range a.Files {
-		if strings.HasPrefix(f.Name, "want/") {
-			continue
+		if !strings.HasPrefix(f.Name, "want/") {
+			tree.Files = append(tree.Files, txtar.File{Name: f.Name, Data: bytes.ReplaceAll(f.Data, []byte("$ROOT"), []byte(root))})
 		}
-		p := filepath.Join(root, f.Name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		data := bytes.ReplaceAll(f.Data, []byte("$ROOT"), []byte(root))
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	}
+	if err := txtar.Write(tree, root); err != nil {
+		t.Fatal(err)
 	}
 	cwd := root
 	opts := Options{}

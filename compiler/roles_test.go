@@ -47,17 +47,9 @@ func loadRoleFixture(t *testing.T, path string) *roleFixture {
 	tree := t.TempDir()
 	f := &roleFixture{path: path, archive: a, tree: tree,
 		input: RoleInput{AgentDir: filepath.Join(tree, "agent"), Cwd: filepath.Join(tree, "project"), Trusted: true}}
-	for _, file := range a.Files {
-		if file.Name == "want" {
-			continue
-		}
-		p := filepath.Join(tree, filepath.FromSlash(file.Name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, file.Data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	files := slices.DeleteFunc(slices.Clone(a.Files), func(f txtar.File) bool { return f.Name == "want" })
+	if err := txtar.Write(&txtar.Archive{Files: files}, tree); err != nil {
+		t.Fatal(err)
 	}
 	_, directives, _ := strings.Cut(string(a.Comment), "\n\n") // a description paragraph comes first
 	for _, line := range strings.Split(directives, "\n") {
