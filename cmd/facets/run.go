@@ -236,38 +236,19 @@ type toolSources map[string]launch.ToolSource
 func (ts *toolSources) String() string { return "" }
 func (ts *toolSources) Type() string   { return "NAME=PATH|JSON" }
 
-// Set parses NAME=PATH or {"name","path","source"}; a tool may be named once.
+// Set parses one value with launch.ParseToolSource; a tool may be named once.
 func (ts *toolSources) Set(v string) error {
-	var t struct {
-		Name   string `json:"name"`
-		Path   string `json:"path"`
-		Source string `json:"source"`
+	name, src, err := launch.ParseToolSource(v)
+	if err != nil {
+		return err
 	}
-	if strings.HasPrefix(v, "{") {
-		dec := json.NewDecoder(strings.NewReader(v))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&t); err != nil {
-			return fmt.Errorf("tool source %q: %w", v, err)
-		}
-	} else {
-		var ok bool
-		if t.Name, t.Path, ok = strings.Cut(v, "="); !ok {
-			return fmt.Errorf("tool source %q: want NAME=PATH or a JSON object", v)
-		}
-		if strings.HasPrefix(t.Path, "builtin:") || strings.HasPrefix(t.Path, "<builtin:") {
-			t.Source = "builtin"
-		}
-	}
-	if t.Name == "" {
-		return fmt.Errorf("tool source %q names no tool", v)
-	}
-	if _, dup := (*ts)[t.Name]; dup {
-		return fmt.Errorf("tool %s has more than one --tool-source", t.Name)
+	if _, dup := (*ts)[name]; dup {
+		return fmt.Errorf("tool %s has more than one --tool-source", name)
 	}
 	if *ts == nil {
 		*ts = toolSources{}
 	}
-	(*ts)[t.Name] = launch.ToolSource{Path: t.Path, Source: t.Source}
+	(*ts)[name] = src
 	return nil
 }
 

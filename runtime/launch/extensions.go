@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -61,4 +62,34 @@ func ResolveExtensions(profile string, tools []string, sources map[string]ToolSo
 		out = append(out, abs)
 	}
 	return unique(out), nil
+}
+
+// ParseToolSource reads one tool's provenance as the CLI receives it:
+// NAME=PATH, where a builtin:… or <builtin:…> path marks a built-in, or
+// Pi's sourceInfo verbatim as {"name":NAME,"path":PATH,"source":SOURCE}.
+func ParseToolSource(v string) (string, ToolSource, error) {
+	var t struct {
+		Name   string `json:"name"`
+		Path   string `json:"path"`
+		Source string `json:"source"`
+	}
+	if strings.HasPrefix(v, "{") {
+		dec := json.NewDecoder(strings.NewReader(v))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&t); err != nil {
+			return "", ToolSource{}, fmt.Errorf("tool source %q: %w", v, err)
+		}
+	} else {
+		var ok bool
+		if t.Name, t.Path, ok = strings.Cut(v, "="); !ok {
+			return "", ToolSource{}, fmt.Errorf("tool source %q: want NAME=PATH or a JSON object", v)
+		}
+		if strings.HasPrefix(t.Path, "builtin:") || strings.HasPrefix(t.Path, "<builtin:") {
+			t.Source = "builtin"
+		}
+	}
+	if t.Name == "" {
+		return "", ToolSource{}, fmt.Errorf("tool source %q names no tool", v)
+	}
+	return t.Name, ToolSource{Path: t.Path, Source: t.Source}, nil
 }
