@@ -365,23 +365,17 @@ func commaList(s string) []string {
 	return out
 }
 
-// roleSlot is the current state of one name while layers are applied.
-type roleSlot struct {
-	role  *Role
-	layer string
-}
-
 // layerRoles applies pi-herdr-agents' collection order (bundled, packs,
 // global, project; later layers win) and the package-layer collision rules.
 func layerRoles(defs []roleDef) ([]Role, []Diagnostic) {
 	var diags []Diagnostic
-	catalog := map[string]*roleSlot{}
+	catalog := map[string]Role{}   // the current role of each name while layers are applied
 	bundled := map[string]string{} // name -> bundled path, valid or not
 	apply := func(d roleDef) {
 		if d.ignored {
 			return
 		}
-		prev := catalog[d.name]
+		prev, hasPrev := catalog[d.name]
 		if !d.valid {
 			// An invalid or unreadable definition makes the name unavailable
 			// at its layer and below instead of falling back.
@@ -389,16 +383,16 @@ func layerRoles(defs []roleDef) ([]Role, []Diagnostic) {
 			return
 		}
 		r := d.role
-		if prev != nil {
-			if prev.layer == d.file.Layer {
+		if hasPrev {
+			if prev.Layer == r.Layer {
 				diags = append(diags, Diagnostic{Severity: Warning, Code: "duplicate-role-name", File: d.file.Path,
 					Message: fmt.Sprintf("Role %q is defined twice in the %s layer: %s and %s; the second wins",
-						d.name, d.file.Layer, prev.role.Path, d.file.Path),
+						d.name, d.file.Layer, prev.Path, d.file.Path),
 					Hint: "give each role file a distinct name", Subject: d.name})
 			}
-			r.Overrides = append(slices.Clone(prev.role.Overrides), prev.role.Path)
+			r.Overrides = append(slices.Clone(prev.Overrides), prev.Path)
 		}
-		catalog[d.name] = &roleSlot{role: &r, layer: d.file.Layer}
+		catalog[d.name] = r
 	}
 
 	var packNames []string
@@ -461,8 +455,8 @@ func layerRoles(defs []roleDef) ([]Role, []Diagnostic) {
 	}
 
 	roles := make([]Role, 0, len(catalog))
-	for _, s := range catalog {
-		roles = append(roles, *s.role)
+	for _, r := range catalog {
+		roles = append(roles, r)
 	}
 	slices.SortFunc(roles, func(a, b Role) int { return strings.Compare(a.Name, b.Name) })
 	return roles, diags
