@@ -196,11 +196,8 @@ func buildFacets(t *testing.T) string {
 // mockModel is a scripted OpenAI-compatible chat-completions endpoint on
 // 127.0.0.1 that streams SSE like the real API and records every request.
 type mockModel struct {
-	t      *testing.T
 	url    string
-	script func(n int, req chatRequest) reply
-	// scriptCtx, when set, is used instead of script.
-	scriptCtx func(ctx context.Context, n int, req chatRequest) reply
+	script func(ctx context.Context, n int, req chatRequest) reply
 
 	mu       sync.Mutex
 	requests []chatRequest
@@ -277,11 +274,18 @@ type reply struct {
 
 func startMock(t *testing.T, script func(n int, req chatRequest) reply) *mockModel {
 	t.Helper()
+	return startMockCtx(t, func(_ context.Context, n int, req chatRequest) reply { return script(n, req) })
+}
+
+// startMockCtx is startMock for scripts that need the request's context,
+// e.g. to notice that Pi aborted a streaming request.
+func startMockCtx(t *testing.T, script func(ctx context.Context, n int, req chatRequest) reply) *mockModel {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &mockModel{t: t, url: "http://" + ln.Addr().String() + "/v1", script: script}
+	m := &mockModel{url: "http://" + ln.Addr().String() + "/v1", script: script}
 	srv := &http.Server{Handler: m}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
@@ -298,12 +302,7 @@ func (m *mockModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.requests = append(m.requests, req)
 	n := len(m.requests)
 	m.mu.Unlock()
-	var rep reply
-	if m.scriptCtx != nil {
-		rep = m.scriptCtx(r.Context(), n, req)
-	} else {
-		rep = m.script(n, req)
-	}
+	rep := m.script(r.Context(), n, req)
 	w.Header().Set("Content-Type", "text/event-stream")
 	id := fmt.Sprintf("c%d", n)
 	chunk := func(delta map[string]any, finish any) map[string]any {
@@ -809,11 +808,15 @@ func TestMainReceivesDeliveryWithRealPi(t *testing.T) {
 	}
 }
 
-// fakeHerdr builds the repository's fake herdr and returns its directory
-// (to put first on PATH) and its state directory.
-func fakeHerdr(t *testing.T) (binDir, stateDir string) {
-	t.Helper()
-	return herdrtest.Binary(t), t.TempDir()
+// fakeHerdr builds the repository's fake herdr and returns the extra
+// environment of a Main inside a herdr workspace (the fake first on PATH)
+// and the fake's state directory.
+func (e *piEnv) fakeHerdr() (env []string, stateDir string) {
+	e.t.Helper()
+	stateDir = e.t.TempDir()
+	sep := string(os.PathListSeparator)
+	return []string{"PATH=" + herdrtest.Binary(e.t) + sep + filepath.Dir(e.inst.node) + sep + os.Getenv("PATH"),
+		"FAKEHERDR_STATE=" + stateDir, "HERDR_ENV=1", "HERDR_WORKSPACE_ID=w1"}, stateDir
 }
 
 // herdrAgent is what the fake herdr recorded for one started agent.
@@ -905,9 +908,7 @@ func TestDelegateTalkCloseWithRealPi(t *testing.T) {
 		"tools": []string{"read", "delegate", "talk", "close_sub", "list_sub"}, "invocation": "manual"})
 	e.profile("worker", map[string]any{"description": "Counts things", "model": "mock/mock-model",
 		"tools": []string{"read", "grep"}, "instructions": "Count precisely."})
-	herdrBin, herdrState := fakeHerdr(t)
-	herdrEnv := []string{"PATH=" + herdrBin + string(os.PathListSeparator) + filepath.Dir(e.inst.node) + string(os.PathListSeparator) + os.Getenv("PATH"),
-		"FAKEHERDR_STATE=" + herdrState, "HERDR_ENV=1", "HERDR_WORKSPACE_ID=w1"}
+	herdrEnv, herdrState := e.fakeHerdr()
 
 	start := time.Now()
 	main := e.startRPC(herdrEnv, "--no-extensions", "-e", e.bridge, "--profile", "orchestrator", "--session-id", "facets-main-e2e")
@@ -947,7 +948,6 @@ func TestDelegateTalkCloseWithRealPi(t *testing.T) {
 	var deliveries []chatRequest
 	seen := map[string]bool{}
 	for _, r := range mock.Requests() {
-		r := r
 		l := r.last()
 		if strings.Contains(r.system(), "<facets_sub_protocol>") {
 			if subReq == nil {
@@ -1094,9 +1094,7 @@ func TestProfileCommandWithRealPi(t *testing.T) {
 	mock := startMock(t, func(n int, req chatRequest) reply { return reply{Text: "should not be called"} })
 	e := newPiEnv(t, mock)
 	e.profile("review", map[string]any{"description": "MR review", "invocation": "manual", "model": "mock/mock-model", "tools": []string{"read"}})
-	herdrBin, herdrState := fakeHerdr(t)
-	herdrEnv := []string{"PATH=" + herdrBin + string(os.PathListSeparator) + filepath.Dir(e.inst.node) + string(os.PathListSeparator) + os.Getenv("PATH"),
-		"FAKEHERDR_STATE=" + herdrState, "HERDR_ENV=1", "HERDR_WORKSPACE_ID=w1"}
+	herdrEnv, herdrState := e.fakeHerdr()
 	pi := e.startRPC(herdrEnv, "--no-extensions", "-e", e.bridge, "--session-id", "facets-main-cmd")
 	pi.send(map[string]any{"id": "p1", "type": "prompt", "message": "/sub:review check MR 42"})
 	pi.response("p1")
@@ -1182,9 +1180,7 @@ func TestInterruptSubWithRealPi(t *testing.T) {
 	})
 	e := newPiEnv(t, mock)
 	e.profile("worker", map[string]any{"model": "mock/mock-model", "tools": []string{"read"}})
-	herdrBin, herdrState := fakeHerdr(t)
-	herdrEnv := []string{"PATH=" + herdrBin + string(os.PathListSeparator) + filepath.Dir(e.inst.node) + string(os.PathListSeparator) + os.Getenv("PATH"),
-		"FAKEHERDR_STATE=" + herdrState, "HERDR_ENV=1", "HERDR_WORKSPACE_ID=w1"}
+	herdrEnv, herdrState := e.fakeHerdr()
 	main := e.startRPC(herdrEnv, "--no-extensions", "-e", e.bridge, "--session-id", "facets-main-int")
 	main.send(map[string]any{"id": "p1", "type": "prompt", "message": "start the slow one"})
 	sub, _ := e.playHerdrPane(main, herdrState)
@@ -1223,15 +1219,6 @@ func TestInterruptSubWithRealPi(t *testing.T) {
 		t.Errorf("the Sub exited after an interrupt; it must stay open")
 	case <-time.After(500 * time.Millisecond):
 	}
-}
-
-// startMockCtx is startMock for scripts that need the request's context,
-// e.g. to notice that Pi aborted a streaming request.
-func startMockCtx(t *testing.T, script func(ctx context.Context, n int, req chatRequest) reply) *mockModel {
-	t.Helper()
-	m := startMock(t, nil)
-	m.scriptCtx = script
-	return m
 }
 
 // TestReceiptsSurviveRestartWithRealPi: the receipt of a delivery is the
@@ -1341,9 +1328,7 @@ func TestSubLoadsToolExtensionWithRealPi(t *testing.T) {
 		"    parameters: { type: \"object\", properties: {} },\n"+
 		"    async execute() { return { content: [{ type: \"text\", text: \"3\" }], details: {} }; } });\n}\n")
 	e.profile("counter", map[string]any{"model": "mock/mock-model", "tools": []string{"read", "word_count"}})
-	herdrBin, herdrState := fakeHerdr(t)
-	herdrEnv := []string{"PATH=" + herdrBin + string(os.PathListSeparator) + filepath.Dir(e.inst.node) + string(os.PathListSeparator) + os.Getenv("PATH"),
-		"FAKEHERDR_STATE=" + herdrState, "HERDR_ENV=1", "HERDR_WORKSPACE_ID=w1"}
+	herdrEnv, herdrState := e.fakeHerdr()
 	main := e.startRPC(herdrEnv, "--no-extensions", "-e", e.bridge, "-e", ext, "--session-id", "facets-main-ext")
 	main.send(map[string]any{"id": "p1", "type": "prompt", "message": "count the words"})
 	sub, agent := e.playHerdrPane(main, herdrState)
