@@ -16,8 +16,9 @@
 //     which readers (here and in the reference) accept.
 //   - A corrupt or foreign inbox file is reported and skipped instead of
 //     blocking the whole channel; it stays on disk for inspection.
-//   - Symlinks, foreign owners and group/other permission bits on the channel
-//     directories and files are refused.
+//   - Symlinks and foreign owners are refused on the channel directories and
+//     files, and group/other permission bits on the directories; files are
+//     written 0600 and sit inside those 0700 directories.
 //   - The watcher scans a channel at once on the first wake after a quiet
 //     coalescing window and batches later wakes to the window's end, instead
 //     of always waiting the full window.
