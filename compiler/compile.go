@@ -162,8 +162,12 @@ func (c *validator) finding(f cue.Finding, subject string) {
 }
 
 // readSource records the digest of an optional file that influenced the
-// compile.
+// compile. A path is read once, however many profiles share it (a named
+// skill).
 func (c *compilation) readSource(path string) {
+	if _, done := c.sources[path]; done {
+		return
+	}
 	if b, err := os.ReadFile(path); err == nil {
 		c.sources[path] = Digest(b)
 	}
