@@ -204,8 +204,10 @@ func TestServeSubManualQuit(t *testing.T) {
 	b.send(request{Op: "session", SessionID: "s-1", File: "/sessions/s-1.jsonl"})
 	b.send(request{Op: "quit"})
 	b.in.Close()
-	<-b.done
-	b.done <- nil
+	if err := <-b.done; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	b.done <- nil // for the cleanup, which waits for Serve again
 	if c, ok, _ := ch.Closed(); !ok || c.Reason != "The Sub session was closed manually." {
 		t.Errorf("closed.json = %+v %v", c, ok)
 	}
@@ -265,7 +267,7 @@ func TestServeMain(t *testing.T) {
 		t.Errorf("closed delivery = %q, want %q", d2.Text, want)
 	}
 	// A removed channel is dropped without problems.
-	if err := os.RemoveAll(filepath.Dir(late.Dir()) + "/" + filepath.Base(late.Dir())); err != nil {
+	if err := os.RemoveAll(late.Dir()); err != nil {
 		t.Fatal(err)
 	}
 	b.quiet(300 * time.Millisecond)
