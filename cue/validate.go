@@ -398,11 +398,16 @@ func (s *Schema) meta(d Definition) *defMeta {
 	if m := s.metas[d]; m != nil {
 		return m
 	}
-	def := s.def(d)
-	m := &defMeta{names: fieldNames(def), required: requiredNames(def), msgs: map[string][2]string{}}
-	for _, n := range m.names {
-		msg, hint := attrText(def, n)
-		m.msgs[n] = [2]string{msg, hint}
+	m := &defMeta{msgs: map[string][2]string{}}
+	if it, err := s.def(d).Fields(cuelang.Optional(true)); err == nil {
+		for it.Next() {
+			name := it.Selector().Unquoted()
+			m.names = append(m.names, name)
+			if it.Selector().ConstraintType() == cuelang.RequiredConstraint {
+				m.required = append(m.required, name)
+			}
+			m.msgs[name] = attrText(it.Value())
+		}
 	}
 	if s.metas == nil {
 		s.metas = map[Definition]*defMeta{}
@@ -411,49 +416,16 @@ func (s *Schema) meta(d Definition) *defMeta {
 	return m
 }
 
-func fieldNames(def cuelang.Value) []string {
-	var names []string
-	it, err := def.Fields(cuelang.Optional(true))
-	if err != nil {
-		return nil
-	}
-	for it.Next() {
-		names = append(names, it.Selector().Unquoted())
-	}
-	return names
-}
-
-func requiredNames(def cuelang.Value) []string {
-	var names []string
-	it, err := def.Fields(cuelang.Optional(true))
-	if err != nil {
-		return nil
-	}
-	for it.Next() {
-		if it.Selector().ConstraintType() == cuelang.RequiredConstraint {
-			names = append(names, it.Selector().Unquoted())
-		}
-	}
-	return names
-}
-
 // attrText reads the @facets(msg=..., hint=...) attribute of a schema field,
 // so messages live next to the constraint they explain.
-func attrText(def cuelang.Value, field string) (msg, hint string) {
-	v := def.LookupPath(cuelang.MakePath(cuelang.Str(field).Optional()))
-	if !v.Exists() {
-		v = def.LookupPath(cuelang.MakePath(cuelang.Str(field)))
-	}
-	if !v.Exists() {
-		return "", ""
-	}
-	a := v.Attribute("facets")
+func attrText(field cuelang.Value) [2]string {
+	a := field.Attribute("facets")
 	if a.Err() != nil {
-		return "", ""
+		return [2]string{}
 	}
-	msg, _, _ = a.Lookup(0, "msg")
-	hint, _, _ = a.Lookup(0, "hint")
-	return msg, hint
+	msg, _, _ := a.Lookup(0, "msg")
+	hint, _, _ := a.Lookup(0, "hint")
+	return [2]string{msg, hint}
 }
 
 // describeValue renders the offending data value briefly, for messages.
