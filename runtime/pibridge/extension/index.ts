@@ -30,6 +30,9 @@ type Plan = {
 type Result = { code: number; stdout: string; stderr: string };
 type BridgeEvent = { type: string; id?: number; runId?: string; messageId?: string; text?: string; error?: string; reason?: string };
 
+// FACETS is the facets binary to run, read once: $FACETS_BIN, else the one
+// facets-bridge.json beside this file records, else "facets" from PATH.
+const FACETS = facetsBin();
 function facetsBin(): string {
   if (process.env.FACETS_BIN) return process.env.FACETS_BIN;
   try {
@@ -45,7 +48,7 @@ function facetsBin(): string {
 // large or secret values never travel on a command line.
 function run(args: string[], opts: { cwd?: string; input?: string; signal?: AbortSignal } = {}): Promise<Result> {
   return new Promise((resolve) => {
-    const child = spawn(facetsBin(), args, { cwd: opts.cwd, stdio: ["pipe", "pipe", "pipe"], signal: opts.signal });
+    const child = spawn(FACETS, args, { cwd: opts.cwd, stdio: ["pipe", "pipe", "pipe"], signal: opts.signal });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d) => (stdout += d));
@@ -142,7 +145,7 @@ export default function (pi: ExtensionAPI) {
   function startServe(ctx: ExtensionContext) {
     const args = ["pi-extension", "serve", "--role", isSub ? "sub" : "main"];
     if (!isSub) args.push("--main-session", ctx.sessionManager.getSessionId());
-    const child = spawn(facetsBin(), args, { stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(FACETS, args, { stdio: ["pipe", "pipe", "pipe"] });
     child.on("error", (err) => report(`Cannot start facets serve: ${String(err)}`));
     child.stderr?.on("data", (d) => report(String(d).trim()));
     // readline also splits on U+2028/U+2029, which is safe here only
