@@ -429,21 +429,7 @@ func (e *piEnv) run(extraEnv []string, args ...string) (stdout, stderr string) {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
-	pgid := cmd.Process.Pid
-	leftover := false
-	for i := 0; i < 40; i++ {
-		if syscall.Kill(-pgid, 0) != nil {
-			break
-		}
-		if i == 39 {
-			leftover = true
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if leftover {
-		syscall.Kill(-pgid, syscall.SIGKILL)
-		e.t.Errorf("pi left processes behind in its process group")
-	}
+	reapGroup(e.t, cmd.Process.Pid)
 	if err != nil {
 		e.t.Fatalf("pi %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out.String(), errb.String())
 	}
@@ -736,13 +722,17 @@ func (p *piProc) doStop() {
 		<-exited
 		p.t.Errorf("pi did not exit within 15s after stdin closed")
 	}
-	for i := 0; ; i++ {
-		if syscall.Kill(-pgid, 0) != nil {
-			return
-		}
+	reapGroup(p.t, pgid)
+}
+
+// reapGroup fails the test, and kills what is left, if any process of the
+// group pgid (Pi or the bridge's facets serve) outlives a 2 s grace period.
+func reapGroup(t *testing.T, pgid int) {
+	t.Helper()
+	for i := 0; syscall.Kill(-pgid, 0) == nil; i++ {
 		if i == 40 {
 			syscall.Kill(-pgid, syscall.SIGKILL)
-			p.t.Errorf("pi left processes behind in its process group")
+			t.Errorf("pi left processes behind in its process group")
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
