@@ -29,7 +29,10 @@ func NewEnv(getenv func(string) string, home, cwd string) (Env, error) {
 	} else if agent, err = filepath.Abs(agent); err != nil {
 		return Env{}, fmt.Errorf("resolve agent dir: %w", err)
 	}
-	return Env{AgentDir: filepath.Clean(agent), Home: filepath.Clean(home), Cwd: abs}, nil
+	if home != "" {
+		home = filepath.Clean(home) // Clean("") is ".", which would make ~ the process's cwd
+	}
+	return Env{AgentDir: filepath.Clean(agent), Home: home, Cwd: abs}, nil
 }
 
 // Ancestors returns dir and each of its parents, from the filesystem root

@@ -41,6 +41,7 @@ func TestNewEnv(t *testing.T) {
 		{name: "relative agent dir is relative to the process, not --cwd", env: map[string]string{"PI_CODING_AGENT_DIR": "rel"}, home: "/h", cwd: "/w", wantDir: filepath.Join(wd, "rel"), wantCwd: "/w"},
 		{name: "relative cwd", home: "/h", cwd: "sub", wantDir: "/h/.pi/agent", wantCwd: filepath.Join(wd, "sub")},
 		{name: "no home, no env", cwd: "/w", wantErr: "cannot locate Pi's agent dir"},
+		{name: "env agent dir without home", env: map[string]string{"PI_CODING_AGENT_DIR": "/x/agent"}, cwd: "/w", wantDir: "/x/agent", wantCwd: "/w"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env, err := NewEnv(func(k string) string { return tc.env[k] }, tc.home, tc.cwd)
@@ -55,6 +56,9 @@ func TestNewEnv(t *testing.T) {
 			}
 			if env.AgentDir != tc.wantDir || env.Cwd != tc.wantCwd {
 				t.Errorf("got agent %q cwd %q, want %q %q", env.AgentDir, env.Cwd, tc.wantDir, tc.wantCwd)
+			}
+			if want := filepath.Clean(tc.home); tc.home != "" && env.Home != want || tc.home == "" && env.Home != "" {
+				t.Errorf("got home %q for %q", env.Home, tc.home)
 			}
 		})
 	}
