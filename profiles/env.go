@@ -13,26 +13,43 @@ type Env struct {
 	Cwd      string // the working directory the Main Pi starts in
 }
 
-// NewEnv resolves the agent dir the way Pi does: getenv("PI_CODING_AGENT_DIR")
-// if set, else <home>/.pi/agent. A relative cwd is made absolute.
+// NewEnv resolves the agent dir with AgentDir (no explicit override) and
+// makes a relative cwd absolute.
 func NewEnv(getenv func(string) string, home, cwd string) (Env, error) {
 	abs, err := filepath.Abs(cwd)
 	if err != nil {
 		return Env{}, fmt.Errorf("resolve working directory %s: %w", cwd, err)
 	}
-	agent := getenv("PI_CODING_AGENT_DIR")
-	if agent == "" {
-		if home == "" {
-			return Env{}, fmt.Errorf("cannot locate Pi's agent dir: neither PI_CODING_AGENT_DIR nor a home directory is set")
-		}
-		agent = filepath.Join(home, ".pi", "agent")
-	} else if agent, err = filepath.Abs(agent); err != nil {
-		return Env{}, fmt.Errorf("resolve agent dir: %w", err)
+	agent, err := AgentDir("", getenv, home)
+	if err != nil {
+		return Env{}, err
 	}
 	if home != "" {
 		home = filepath.Clean(home) // Clean("") is ".", which would make ~ the process's cwd
 	}
-	return Env{AgentDir: filepath.Clean(agent), Home: home, Cwd: abs}, nil
+	return Env{AgentDir: agent, Home: home, Cwd: abs}, nil
+}
+
+// AgentDir finds Pi's agent dir the way Pi does, after an explicit choice
+// (a --agent-dir flag): explicit if set, else getenv("PI_CODING_AGENT_DIR"),
+// else <home>/.pi/agent. The result is absolute and clean; a relative value
+// is relative to the process's working directory.
+func AgentDir(explicit string, getenv func(string) string, home string) (string, error) {
+	agent := explicit
+	if agent == "" {
+		agent = getenv("PI_CODING_AGENT_DIR")
+	}
+	if agent == "" {
+		if home == "" {
+			return "", fmt.Errorf("cannot locate Pi's agent dir: neither PI_CODING_AGENT_DIR nor a home directory is set")
+		}
+		agent = filepath.Join(home, ".pi", "agent")
+	}
+	abs, err := filepath.Abs(agent)
+	if err != nil {
+		return "", fmt.Errorf("resolve agent dir: %w", err)
+	}
+	return abs, nil
 }
 
 // Ancestors returns dir and each of its parents, from the filesystem root

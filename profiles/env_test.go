@@ -172,3 +172,28 @@ func TestValidName(t *testing.T) {
 		}
 	}
 }
+
+func TestAgentDir(t *testing.T) {
+	wd, _ := os.Getwd()
+	env := func(v string) func(string) string { return func(string) string { return v } }
+	for _, tc := range []struct {
+		name, explicit, env, home, want, wantErr string
+	}{
+		{name: "explicit wins over env", explicit: "/flag/agent", env: "/env/agent", home: "/h", want: "/flag/agent"},
+		{name: "env wins over home", env: "/env/agent/", home: "/h", want: "/env/agent"},
+		{name: "home default", home: "/h", want: "/h/.pi/agent"},
+		{name: "relative explicit is relative to the process", explicit: "rel", want: filepath.Join(wd, "rel")},
+		{name: "nothing to go on", wantErr: "cannot locate"},
+	} {
+		got, err := AgentDir(tc.explicit, env(tc.env), tc.home)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: err = %v, want %q", tc.name, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s: AgentDir = %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+}

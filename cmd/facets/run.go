@@ -53,16 +53,8 @@ func (f *runFlags) runtime(bridge string) (*runtime.Runtime, error) {
 	if err := f.validate(); err != nil {
 		return nil, err
 	}
-	agentDir := f.agentDir
-	if agentDir == "" {
-		home, _ := os.UserHomeDir()
-		env, err := profiles.NewEnv(os.Getenv, home, ".")
-		if err != nil {
-			return nil, usageError{err}
-		}
-		agentDir = env.AgentDir
-	}
-	agentDir, err := filepath.Abs(agentDir)
+	home, _ := os.UserHomeDir()
+	agentDir, err := profiles.AgentDir(f.agentDir, os.Getenv, home)
 	if err != nil {
 		return nil, usageError{err}
 	}

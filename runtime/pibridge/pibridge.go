@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 
 	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/profiles"
 )
 
 //go:embed extension/index.ts
@@ -41,20 +42,15 @@ type Config struct {
 }
 
 // DefaultDir returns the directory Pi auto-discovers the extension from:
-// <agentDir>/extensions/facets. agentDir empty means $PI_CODING_AGENT_DIR,
-// else ~/.pi/agent.
+// <agentDir>/extensions/facets, with agentDir found by profiles.AgentDir
+// (empty means $PI_CODING_AGENT_DIR, else ~/.pi/agent).
 func DefaultDir(agentDir string) (string, error) {
-	if agentDir == "" {
-		agentDir = os.Getenv("PI_CODING_AGENT_DIR")
+	home, _ := os.UserHomeDir()
+	dir, err := profiles.AgentDir(agentDir, os.Getenv, home)
+	if err != nil {
+		return "", fmt.Errorf("locate Pi agent dir: %w", err)
 	}
-	if agentDir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("locate Pi agent dir: %w", err)
-		}
-		agentDir = filepath.Join(home, ".pi", "agent")
-	}
-	return filepath.Join(agentDir, "extensions", "facets"), nil
+	return filepath.Join(dir, "extensions", "facets"), nil
 }
 
 // Write installs the extension into dir (created with mode 0755 if missing)
