@@ -464,19 +464,25 @@ func selectNames(ps []Profile, ds []Diagnostic, names []string) ([]Profile, []Di
 		if have[n] || slices.ContainsFunc(keep, func(d Diagnostic) bool { return d.Subject == n && d.Severity == Error }) {
 			continue
 		}
-		avail := make([]string, 0, len(ps))
-		for _, p := range ps {
-			avail = append(avail, p.Name)
-		}
-		list := strings.Join(avail, ", ")
-		if list == "" {
-			list = "(none)"
-		}
 		keep = append(keep, Diagnostic{Severity: Error, Code: "unknown-profile", Subject: n,
-			Message: fmt.Sprintf("Unknown Facets profile '%s'. Available: %s.", n, list),
+			Message: UnknownProfileMessage(n, ps),
 			Hint:    "check the name, the working directory and project trust"})
 	}
 	return out, keep
+}
+
+// UnknownProfileMessage is the reference's text for a profile name that is
+// not in the catalog ps.
+func UnknownProfileMessage(name string, ps []Profile) string {
+	avail := make([]string, 0, len(ps))
+	for _, p := range ps {
+		avail = append(avail, p.Name)
+	}
+	list := strings.Join(avail, ", ")
+	if list == "" {
+		list = "(none)"
+	}
+	return fmt.Sprintf("Unknown Facets profile '%s'. Available: %s.", name, list)
 }
 
 func dedupe(xs []string) []string {

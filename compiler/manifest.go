@@ -52,6 +52,16 @@ type Profile struct {
 	Launch         Launch   `json:"launch"`
 }
 
+// Summary is the profile's listing line, as /profiles and facets profiles
+// print it: "name (scope, invocation)" and " — description" when set.
+func (p Profile) Summary() string {
+	line := fmt.Sprintf("%s (%s, %s)", p.Name, p.Scope, p.Launch.Invocation)
+	if p.Description != "" {
+		line += " — " + p.Description
+	}
+	return line
+}
+
 // Launch is the snapshot a Sub or a startup --profile is launched from.
 type Launch struct {
 	Model              string   `json:"model,omitempty"`

@@ -25,11 +25,7 @@ sorted by name, followed by any diagnostics, like Pi's /profiles command.`,
 				fmt.Fprintln(a.stdout, "No Facets profiles configured.")
 			}
 			for _, p := range m.Profiles {
-				line := fmt.Sprintf("%s (%s, %s)", p.Name, p.Scope, p.Launch.Invocation)
-				if p.Description != "" {
-					line += " — " + p.Description
-				}
-				fmt.Fprintln(a.stdout, line)
+				fmt.Fprintln(a.stdout, p.Summary())
 			}
 			if len(ds) > 0 {
 				fmt.Fprintln(a.stdout)

@@ -224,11 +224,7 @@ func mainContext(ms []compiler.MainSection) string {
 func listing(ps []compiler.Profile, ds []compiler.Diagnostic) Notice {
 	var lines []string
 	for _, p := range ps {
-		line := fmt.Sprintf("%s (%s, %s)", p.Name, p.Scope, p.Launch.Invocation)
-		if p.Description != "" {
-			line += " — " + p.Description
-		}
-		lines = append(lines, line)
+		lines = append(lines, p.Summary())
 	}
 	slices.Sort(lines)
 	if len(lines) == 0 {
@@ -254,15 +250,7 @@ func diagLine(d compiler.Diagnostic) string {
 }
 
 func unknownProfile(name string, ps []compiler.Profile, ds []compiler.Diagnostic) string {
-	var names []string
-	for _, p := range ps {
-		names = append(names, p.Name)
-	}
-	avail := "(none)"
-	if len(names) > 0 {
-		avail = strings.Join(names, ", ")
-	}
-	msg := fmt.Sprintf("Unknown Facets profile '%s'. Available: %s.", name, avail)
+	msg := compiler.UnknownProfileMessage(name, ps)
 	var bad []string
 	for _, d := range ds {
 		if d.Severity == compiler.Error {
