@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -65,17 +64,11 @@ func (f *channelFlags) open() (*channel.Channel, channel.Direction, error) {
 // token reads the capability token from --token-file, falling back to
 // $PI_FACETS_TOKEN.
 func (f *channelFlags) token() (string, error) {
-	if f.tokenFile == "" {
-		if t := os.Getenv("PI_FACETS_TOKEN"); t != "" {
-			return t, nil
-		}
+	t, err := channel.ReadToken(f.tokenFile, os.Getenv("PI_FACETS_TOKEN"))
+	if errors.Is(err, channel.ErrNoToken) {
 		return "", usageError{errors.New("no token: pass --token-file or set PI_FACETS_TOKEN_FILE")}
 	}
-	b, err := os.ReadFile(f.tokenFile)
-	if err != nil {
-		return "", fmt.Errorf("read token file: %w", err)
-	}
-	return strings.TrimSpace(string(b)), nil
+	return t, err
 }
 
 func newChannelSendCmd(a *app) *cobra.Command {

@@ -184,17 +184,14 @@ func subChannelEnv() (dir, token string, err error) {
 	if dir == "" {
 		return "", "", errors.New("PI_FACETS_CHANNEL is missing in Sub Pi.")
 	}
-	if f := os.Getenv("PI_FACETS_TOKEN_FILE"); f != "" {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return "", "", fmt.Errorf("read Sub capability token: %w", err)
-		}
-		return dir, strings.TrimSpace(string(b)), nil
+	token, err = channel.ReadToken(os.Getenv("PI_FACETS_TOKEN_FILE"), os.Getenv("PI_FACETS_TOKEN"))
+	switch {
+	case errors.Is(err, channel.ErrNoToken):
+		return "", "", errors.New("PI_FACETS_TOKEN_FILE is missing in Sub Pi.")
+	case err != nil:
+		return "", "", fmt.Errorf("Sub capability token: %w", err)
 	}
-	if t := os.Getenv("PI_FACETS_TOKEN"); t != "" {
-		return dir, t, nil
-	}
-	return "", "", errors.New("PI_FACETS_TOKEN_FILE is missing in Sub Pi.")
+	return dir, token, nil
 }
 
 func openSubChannel() (*channel.Channel, error) {

@@ -134,6 +134,26 @@ func ensurePrivateDir(root, name string) (*os.File, error) {
 	return openDirAt(r, name)
 }
 
+// ErrNoToken means neither a token file nor a token was given.
+var ErrNoToken = errors.New("no capability token")
+
+// ReadToken returns the capability token from tokenFile (the 0600 file a Sub
+// is launched with, PI_FACETS_TOKEN_FILE) or, when no file is named, the
+// token a caller already holds (PI_FACETS_TOKEN); ErrNoToken if neither.
+func ReadToken(tokenFile, token string) (string, error) {
+	if tokenFile == "" {
+		if token == "" {
+			return "", ErrNoToken
+		}
+		return token, nil
+	}
+	b, err := os.ReadFile(tokenFile)
+	if err != nil {
+		return "", fmt.Errorf("read token file: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
 // Open opens an existing channel directory and proves possession of its
 // capability token. The directory and both inboxes must be real directories
 // owned by the current user with no group/other permissions.
