@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/facets-dev/facets/internal/safefile"
 )
 
 // Role layers, from lowest to highest precedence. Bundled roles and role
@@ -176,7 +177,7 @@ func (d *roleDiscovery) packs(paths []string) {
 			start = filepath.Dir(p)
 			files = []string{p}
 		default:
-			d.unreadablePack(p, fmt.Errorf("not a file or directory (%s)", fileKind(fi.Mode())))
+			d.unreadablePack(p, fmt.Errorf("not a file or directory (%s)", safefile.Kind(fi.Mode())))
 			continue
 		}
 		id := d.identity(start)
@@ -238,56 +239,25 @@ func (d *roleDiscovery) readRole(layer, path string, id packageIdentity) {
 	d.out.Files = append(d.out.Files, rf)
 }
 
-// readRoleFile reads a regular file of at most MaxRoleFileBytes. It checks
-// the file type before opening, because opening a FIFO would block.
+// readRoleFile reads a regular file of at most MaxRoleFileBytes.
 func readRoleFile(path string) ([]byte, *Problem) {
-	fail := func(err error) ([]byte, *Problem) {
-		return nil, &Problem{Path: path, Code: "unreadable-role-definition",
-			Message: fmt.Sprintf("Cannot read role definition %s: %v", path, unwrapPath(err)),
-			Hint:    "make it a readable regular file"}
-	}
-	tooLarge := func(size string) ([]byte, *Problem) {
+	data, err := safefile.ReadFile(path, MaxRoleFileBytes)
+	var big *safefile.TooLargeError
+	switch {
+	case err == nil:
+		return data, nil
+	case errors.As(err, &big):
+		size := fmt.Sprint(big.Size)
+		if big.Size < 0 {
+			size = "more than " + fmt.Sprint(MaxRoleFileBytes) // it grew after the size check
+		}
 		return nil, &Problem{Path: path, Code: "oversized-role-definition",
 			Message: fmt.Sprintf("Role definition %s is %s bytes; the limit is %d bytes", path, size, MaxRoleFileBytes),
 			Hint:    "shorten the role prompt or move reference material into a skill"}
 	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fail(err)
-	}
-	if !fi.Mode().IsRegular() {
-		return fail(fmt.Errorf("not a regular file (%s)", fileKind(fi.Mode())))
-	}
-	if fi.Size() > MaxRoleFileBytes {
-		return tooLarge(fmt.Sprint(fi.Size()))
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return fail(err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxRoleFileBytes+1))
-	if err != nil {
-		return fail(err)
-	}
-	if len(data) > MaxRoleFileBytes {
-		return tooLarge("more than " + fmt.Sprint(MaxRoleFileBytes)) // it grew after the size check
-	}
-	return data, nil
-}
-
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return m.Type().String()
+	return nil, &Problem{Path: path, Code: "unreadable-role-definition",
+		Message: fmt.Sprintf("Cannot read role definition %s: %v", path, unwrapPath(err)),
+		Hint:    "make it a readable regular file"}
 }
 
 // mdChildren lists the names of a directory's direct children ending in
@@ -338,17 +308,7 @@ func (d *roleDiscovery) readPackage(path string) packageIdentity {
 			Hint:    "fix the package.json; roles from this pack have no provider name or version"})
 		return packageIdentity{}
 	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return warn(unwrapPath(err))
-	}
-	if !fi.Mode().IsRegular() {
-		return warn(fmt.Errorf("not a regular file (%s)", fileKind(fi.Mode())))
-	}
-	if fi.Size() > maxPackageJSONBytes {
-		return warn(fmt.Errorf("larger than %d bytes", maxPackageJSONBytes))
-	}
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadFile(path, maxPackageJSONBytes)
 	if err != nil {
 		return warn(unwrapPath(err))
 	}
@@ -357,10 +317,44 @@ func (d *roleDiscovery) readPackage(path string) packageIdentity {
 	if err := json.Unmarshal(data, &meta); err != nil {
 		return warn(fmt.Errorf("invalid JSON: %w", err))
 	}
+	// As in pi-herdr-agents, a field that is not a string is ignored and
+	// the walk stops here anyway; the warning says why provenance is lost.
 	var id packageIdentity
-	_ = json.Unmarshal(meta["name"], &id.name)       // non-strings leave it empty
-	_ = json.Unmarshal(meta["version"], &id.version) // likewise
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{{"name", &id.name}, {"version", &id.version}} {
+		raw, ok := meta[f.key]
+		if !ok {
+			continue
+		}
+		if err := json.Unmarshal(raw, f.dst); err != nil || string(raw) == "null" {
+			*f.dst = ""
+			d.problem(Problem{Path: path, Code: "invalid-package-json",
+				Message: fmt.Sprintf("package.json %s: %q is %s, not a string; it is ignored", path, f.key, jsonKind(raw)),
+				Hint:    fmt.Sprintf("make %q a string; until then roles from this pack have no provider %s", f.key, f.key)})
+		}
+	}
 	return id
+}
+
+// jsonKind names the type of a raw JSON value for messages.
+func jsonKind(raw json.RawMessage) string {
+	switch t := bytes.TrimSpace(raw); {
+	case len(t) == 0:
+		return "empty"
+	case t[0] == '[':
+		return "an array"
+	case t[0] == '{':
+		return "an object"
+	case t[0] == 't' || t[0] == 'f':
+		return "a boolean"
+	case t[0] == 'n':
+		return "null"
+	case t[0] == '"':
+		return "a string"
+	}
+	return "a number"
 }
 
 // SplitFrontmatter splits a role file the way pi-herdr-agents does: the

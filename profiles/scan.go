@@ -3,15 +3,15 @@ package profiles
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/facets-dev/facets/internal/safefile"
 )
 
 // Limits shared with the reference implementation.
@@ -178,41 +178,23 @@ func readLimited(path string, max int64, subject, what string) ([]byte, []Proble
 	fail := func(code, msg, hint string) ([]byte, []Problem) {
 		return nil, []Problem{{Path: path, Code: code, Message: msg, Hint: hint, Subject: subject}}
 	}
-	f, err := openNoBlock(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	b, err := safefile.ReadFile(path, max)
+	var big *safefile.TooLargeError
+	switch {
+	case err == nil:
+		return b, nil
+	case errors.Is(err, fs.ErrNotExist):
 		return fail("missing-"+what, fmt.Sprintf("%s is missing", base),
 			fmt.Sprintf("create %s or remove the directory", base))
-	}
-	if err != nil {
-		return fail("unreadable-"+what, fmt.Sprintf("cannot read %s: %v", base, unwrapPath(err)), "check the file's permissions")
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return fail("unreadable-"+what, fmt.Sprintf("cannot stat %s: %v", base, unwrapPath(err)), "check the file's permissions")
-	}
-	if !fi.Mode().IsRegular() {
+	case errors.Is(err, safefile.ErrNotRegular):
 		return fail("not-regular-"+what, fmt.Sprintf("%s must be a regular file", base), "replace it with a regular file")
-	}
-	if fi.Size() > max {
-		return fail("oversized-"+what, fmt.Sprintf("%s exceeds %d bytes (it has %d)", base, max, fi.Size()),
+	case errors.As(err, &big) && big.Size >= 0:
+		return fail("oversized-"+what, fmt.Sprintf("%s exceeds %d bytes (it has %d)", base, max, big.Size),
 			"shorten the file")
-	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return fail("unreadable-"+what, fmt.Sprintf("cannot read %s: %v", base, unwrapPath(err)), "check the file's permissions")
-	}
-	if int64(len(b)) > max {
+	case big != nil:
 		return fail("oversized-"+what, fmt.Sprintf("%s exceeds %d bytes", base, max), "shorten the file")
 	}
-	return b, nil
-}
-
-// openNoBlock opens path for reading without blocking on a FIFO or device,
-// so a special file in place of a profile file is reported, not waited on.
-// O_NONBLOCK has no effect on reads of regular files.
-func openNoBlock(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	return fail("unreadable-"+what, fmt.Sprintf("cannot read %s: %v", base, unwrapPath(err)), "check the file's permissions")
 }
 
 // readInstructions applies the instructions.md rules: absent means "use the

@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
+
+	"github.com/facets-dev/facets/internal/safefile"
 )
 
 // Trust is the decision whether project scopes may contribute profiles,
@@ -65,10 +66,14 @@ type SettingsError struct {
 func (e *SettingsError) Error() string { return fmt.Sprintf("parse %s: %v", e.Path, e.Err) }
 func (e *SettingsError) Unwrap() error { return e.Err }
 
+// MaxSettingsBytes caps trust.json and settings.json. Pi's own files are a
+// few KiB; the cap only stops a huge or endless file from exhausting memory.
+const MaxSettingsBytes = 4 << 20
+
 // readJSONFile decodes a small JSON settings file; a missing file leaves v
 // untouched.
 func readJSONFile(path string, v any) error {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, MaxSettingsBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

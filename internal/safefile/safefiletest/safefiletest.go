@@ -1,0 +1,70 @@
+// Package safefiletest puts hostile files where facets expects a small
+// regular one, for the tests of every reader that uses safefile.
+package safefiletest
+
+import (
+	"os"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Case is one hostile replacement for a file.
+type Case struct {
+	Name string
+	// Make replaces whatever is at path with the hostile file.
+	Make func(tb testing.TB, path string)
+}
+
+// Cases returns a FIFO with no writer, a symlink to /dev/zero (endless) and
+// a sparse regular file one byte over limit.
+func Cases(limit int64) []Case {
+	return []Case{
+		{"fifo", func(tb testing.TB, path string) {
+			tb.Helper()
+			os.Remove(path)
+			if err := syscall.Mkfifo(path, 0o600); err != nil {
+				tb.Fatal(err)
+			}
+		}},
+		{"dev-zero", func(tb testing.TB, path string) {
+			tb.Helper()
+			os.Remove(path)
+			if err := os.Symlink("/dev/zero", path); err != nil {
+				tb.Fatal(err)
+			}
+		}},
+		{"oversized", func(tb testing.TB, path string) {
+			tb.Helper()
+			os.Remove(path)
+			f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.WriteString("{}"); err != nil {
+				tb.Fatal(err)
+			}
+			if err := f.Truncate(limit + 1); err != nil {
+				tb.Fatal(err)
+			}
+		}},
+	}
+}
+
+// Within runs fn and fails tb if it has not returned after a generous
+// bound, so a read that blocks on a FIFO fails the test instead of hanging
+// it. The bound catches hangs; it is not a performance assertion.
+func Within(tb testing.TB, fn func()) {
+	tb.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		tb.Fatal("still blocked after 10 s: the read waited on a special file")
+	}
+}
