@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -49,14 +50,20 @@ type Resumable struct {
 type Listing struct {
 	Open      []OpenSub   `json:"open"`
 	Resumable []Resumable `json:"resumable"`
+	// Problems names the run records that could not be read and were left
+	// out, each with its path.
+	Problems []string `json:"problems,omitempty"`
 }
 
 // Text renders the listing as the reference's list_sub text.
 func (l Listing) Text() string {
-	if len(l.Open) == 0 && len(l.Resumable) == 0 {
-		return "no Sub sessions."
-	}
 	var b strings.Builder
+	for _, p := range l.Problems {
+		b.WriteString("! " + p + "\n")
+	}
+	if len(l.Open) == 0 && len(l.Resumable) == 0 {
+		return b.String() + "no Sub sessions."
+	}
 	manual := false
 	for _, o := range l.Open {
 		fmt.Fprintf(&b, "- %s %s %s <%s, %s", o.Status, short(o.RunID), o.Title, o.Profile, o.SessionPersistence)
@@ -95,12 +102,12 @@ func (rt *Runtime) List(ctx context.Context, mainSessionID string, all bool) (Li
 	if mainSessionID == "" {
 		return Listing{}, fmt.Errorf("Facets is not attached to an active Main session.")
 	}
-	runs, err := rt.Store.Runs(mainSessionID)
+	l := Listing{Open: []OpenSub{}, Resumable: []Resumable{}}
+	runs, problems, err := usableRuns(rt.Store.Runs(mainSessionID))
 	if err != nil {
 		return Listing{}, err
 	}
 	now := rt.now()
-	l := Listing{Open: []OpenSub{}, Resumable: []Resumable{}}
 	for _, r := range runs {
 		rt.refresh(r)
 		if !r.Open() {
@@ -121,10 +128,12 @@ func (rt *Runtime) List(ctx context.Context, mainSessionID string, all bool) (Li
 			Adapter: "herdr", ElapsedSeconds: (now.UnixMilli() - r.CreatedAt) / 1000, LaunchError: r.LaunchError,
 		})
 	}
-	res, _, err := rt.resumables(mainSessionID, true)
+	res, _, err := rt.resumables(mainSessionID, true, &problems)
 	if err != nil {
 		return Listing{}, err
 	}
+	slices.Sort(problems)
+	l.Problems = slices.Compact(problems)
 	for _, r := range res {
 		r.ModifiedSecondsAgo = (now.UnixMilli() - r.ModifiedAt) / 1000
 		l.Resumable = append(l.Resumable, r)
@@ -136,7 +145,9 @@ func (rt *Runtime) List(ctx context.Context, mainSessionID string, all bool) (Li
 // agent-invokable ones from every Main in the store, user-invoked ones only
 // from mainSessionID (withManual), and none that is open in any Main or
 // whose saved session file is gone.
-func (rt *Runtime) resumables(mainSessionID string, withManual bool) ([]Resumable, map[string]bool, error) {
+// Unreadable run records are added to problems, or fail the call when
+// problems is nil.
+func (rt *Runtime) resumables(mainSessionID string, withManual bool, problems *[]string) ([]Resumable, map[string]bool, error) {
 	mains, err := rt.Store.MainSessions()
 	if err != nil {
 		return nil, nil, err
@@ -146,6 +157,11 @@ func (rt *Runtime) resumables(mainSessionID string, withManual bool) ([]Resumabl
 	latest := map[string]*Run{}
 	for _, m := range mains {
 		runs, err := rt.Store.Runs(m)
+		if problems != nil {
+			var bad []string
+			runs, bad, err = usableRuns(runs, err)
+			*problems = append(*problems, bad...)
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -196,7 +212,7 @@ func (rt *Runtime) resumables(mainSessionID string, withManual bool) ([]Resumabl
 // Delegate resumes agent-invokable sessions only; a user command (manual)
 // resumes its own binding's session by exact id.
 func (rt *Runtime) findResumable(mainSessionID, ref string, manual bool, profile string) (Resumable, error) {
-	all, open, err := rt.resumables(mainSessionID, manual)
+	all, open, err := rt.resumables(mainSessionID, manual, nil)
 	if err != nil {
 		return Resumable{}, err
 	}

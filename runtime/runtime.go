@@ -376,11 +376,11 @@ func writeTokenFile(path, token string) error {
 
 // openChannel opens a run's channel with the token kept beside it.
 func openChannel(run *Run) (*channel.Channel, error) {
-	data, err := os.ReadFile(filepath.Join(run.ChannelDir, tokenFileName))
+	token, err := channel.ReadToken(filepath.Join(run.ChannelDir, tokenFileName), "")
 	if err != nil {
 		return nil, fmt.Errorf("open channel of run %s: %w", run.RunID, err)
 	}
-	return channel.Open(run.ChannelDir, strings.TrimSpace(string(data)))
+	return channel.Open(run.ChannelDir, token)
 }
 
 func channelExists(run *Run) bool {
@@ -445,7 +445,9 @@ func (rt *Runtime) findOpen(mainSessionID, ref string) (*Run, error) {
 	if mainSessionID == "" {
 		return nil, errors.New("Facets is not attached to an active Main session.")
 	}
-	runs, err := rt.Store.Runs(mainSessionID)
+	// A corrupt record of another run must not block this one; it only
+	// matters when nothing matches, so the error can name it.
+	runs, problems, err := usableRuns(rt.Store.Runs(mainSessionID))
 	if err != nil {
 		return nil, err
 	}
@@ -464,6 +466,9 @@ func (rt *Runtime) findOpen(mainSessionID, ref string) (*Run, error) {
 	}
 	switch len(match) {
 	case 0:
+		if len(problems) > 0 {
+			return nil, fmt.Errorf("Unknown Sub '%s'. It may be one of the unreadable run records: %s", ref, strings.Join(problems, "; "))
+		}
 		return nil, fmt.Errorf("Unknown Sub '%s'.", ref)
 	case 1:
 		return match[0], nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/herdr"
+	"github.com/facets-dev/facets/internal/safefile"
 	"github.com/facets-dev/facets/runtime/channel"
 )
 
@@ -136,13 +137,15 @@ func (s Store) Runs(mainSessionID string) ([]*Run, error) {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
 	var runs []*Run
+	var bad BadRecordsError
 	for _, e := range entries {
 		if !strings.HasSuffix(e.Name(), ".json") {
 			continue // temp files of an interrupted write
 		}
 		var r Run
 		if _, err := readJSON(filepath.Join(dir, e.Name()), &r); err != nil {
-			return nil, err
+			bad = append(bad, err)
+			continue
 		}
 		runs = append(runs, &r)
 	}
@@ -152,7 +155,38 @@ func (s Store) Runs(mainSessionID string) ([]*Run, error) {
 		}
 		return runs[i].RunID < runs[j].RunID
 	})
+	if len(bad) > 0 {
+		return runs, bad
+	}
 	return runs, nil
+}
+
+// BadRecordsError lists run records that could not be read, each error
+// naming its file. Runs returns it together with every readable run, so a
+// caller that can do without the broken ones reports them and goes on.
+type BadRecordsError []error
+
+func (e BadRecordsError) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return "unreadable run records (fix or delete them): " + strings.Join(msgs, "; ")
+}
+
+// usableRuns keeps the readable runs of a Runs result and returns the
+// unreadable records as problems, so one corrupt record does not block the
+// others; any other error is returned.
+func usableRuns(runs []*Run, err error) ([]*Run, []string, error) {
+	var bad BadRecordsError
+	if !errors.As(err, &bad) {
+		return runs, nil, err
+	}
+	problems := make([]string, len(bad))
+	for i, e := range bad {
+		problems[i] = e.Error()
+	}
+	return runs, problems, nil
 }
 
 // MainSessions lists the Main session directories present in the store.
@@ -210,13 +244,16 @@ func (s Store) Lock(mainSessionID, name string) (func(), error) {
 	return func() { f.Close() }, nil
 }
 
+// maxRecordBytes caps a run record or binding; real ones are a few KiB.
+const maxRecordBytes = 1 << 20
+
 func readJSON(path string, v any) (bool, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadFile(path, maxRecordBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("read %s: %w", path, err)
+		return false, err // names path already
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return false, fmt.Errorf("read %s: %w", path, err)

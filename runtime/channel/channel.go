@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/facets-dev/facets/internal/safefile"
 )
 
 // Manifest is the immutable launch snapshot of a run. Field order is the
@@ -134,12 +136,17 @@ func ensurePrivateDir(root, name string) (*os.File, error) {
 	return openDirAt(r, name)
 }
 
+// MaxTokenFileBytes caps a token file; a token is a few dozen bytes.
+const MaxTokenFileBytes = 4096
+
 // ErrNoToken means neither a token file nor a token was given.
 var ErrNoToken = errors.New("no capability token")
 
 // ReadToken returns the capability token from tokenFile (the 0600 file a Sub
 // is launched with, PI_FACETS_TOKEN_FILE) or, when no file is named, the
 // token a caller already holds (PI_FACETS_TOKEN); ErrNoToken if neither.
+// A token file that is not a regular file owned by the user and closed to
+// group and others is refused, as the channel directories are.
 func ReadToken(tokenFile, token string) (string, error) {
 	if tokenFile == "" {
 		if token == "" {
@@ -147,7 +154,7 @@ func ReadToken(tokenFile, token string) (string, error) {
 		}
 		return token, nil
 	}
-	b, err := os.ReadFile(tokenFile)
+	b, err := safefile.ReadPrivate(tokenFile, MaxTokenFileBytes)
 	if err != nil {
 		return "", fmt.Errorf("read token file: %w", err)
 	}

@@ -20,21 +20,21 @@ type Case struct {
 // a sparse regular file one byte over limit.
 func Cases(limit int64) []Case {
 	return []Case{
-		{"fifo", func(tb testing.TB, path string) {
+		{Name: "fifo", Make: func(tb testing.TB, path string) {
 			tb.Helper()
 			os.Remove(path)
 			if err := syscall.Mkfifo(path, 0o600); err != nil {
 				tb.Fatal(err)
 			}
 		}},
-		{"dev-zero", func(tb testing.TB, path string) {
+		{Name: "dev-zero", Make: func(tb testing.TB, path string) {
 			tb.Helper()
 			os.Remove(path)
 			if err := os.Symlink("/dev/zero", path); err != nil {
 				tb.Fatal(err)
 			}
 		}},
-		{"oversized", func(tb testing.TB, path string) {
+		{Name: "oversized", Make: func(tb testing.TB, path string) {
 			tb.Helper()
 			os.Remove(path)
 			f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
