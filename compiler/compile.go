@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/safefile"
 	"github.com/facets-dev/facets/profiles"
 )
 
@@ -161,6 +161,10 @@ func (c *validator) finding(f cue.Finding, subject string) {
 		Message: f.Message, Hint: f.Hint, Subject: subject})
 }
 
+// maxSourceBytes caps an optional source (a skill file) read for its
+// digest; a special or larger file is not recorded rather than read.
+const maxSourceBytes = 16 << 20
+
 // readSource records the digest of an optional file that influenced the
 // compile. A path is read once, however many profiles share it (a named
 // skill).
@@ -168,7 +172,7 @@ func (c *compilation) readSource(path string) {
 	if _, done := c.sources[path]; done {
 		return
 	}
-	if b, err := os.ReadFile(path); err == nil {
+	if b, err := safefile.ReadFile(path, maxSourceBytes); err == nil {
 		c.sources[path] = Digest(b)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/safefile"
 )
 
 // ManifestVersion is the format version of the launch manifest.
@@ -194,11 +195,15 @@ func WriteFileAtomic(path string, b []byte, perm os.FileMode) error {
 	return nil
 }
 
+// MaxManifestBytes caps a manifest read back by ReadManifest: far above
+// what the profile, role and MAIN.md limits allow in practice.
+const MaxManifestBytes = 256 << 20
+
 // ReadManifest reads a manifest written by facets compile, checking it
 // against the #Manifest schema first, so a stale or hand-edited file is
 // reported with its position instead of launching a wrong snapshot.
 func ReadManifest(schema *cue.Schema, path string) (*Manifest, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadFile(path, MaxManifestBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/facets-dev/facets/internal/safefile"
 )
 
 // VisibilityAction is what the companion plugin asks for.
@@ -113,10 +115,13 @@ func (v Visibility) pluginID() string {
 	return v.PluginID
 }
 
+// maxVisibilityBytes caps the visibility state file, a short list of panes.
+const maxVisibilityBytes = 1 << 20
+
 func (v Visibility) load() (visibilityState, error) {
 	var st visibilityState
 	path := filepath.Join(v.StateDir, visibilityFile)
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadFile(path, maxVisibilityBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return st, nil
 	}

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/facets-dev/facets/internal/safefile"
 	"github.com/facets-dev/facets/runtime"
 	"github.com/facets-dev/facets/runtime/channel"
 )
@@ -441,7 +442,7 @@ func (s *server) discover() {
 // openOwned opens a run channel as its Main: the Main created it, so it
 // reads the capability token from the channel's own private manifest.
 func openOwned(dir string) (*channel.Channel, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	data, err := safefile.ReadPrivate(filepath.Join(dir, "manifest.json"), channel.MaxMessageBytes)
 	if err != nil {
 		return nil, err
 	}
