@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -175,7 +176,12 @@ func createTemp(dir *os.File, name string, data []byte, fault faultFunc) (pendin
 	}
 	if err != nil {
 		_ = unix.Unlinkat(int(dir.Fd()), tmp, 0)
-		return pendingFile{}, fmt.Errorf("write %s: %w", label, err)
+		op := "write"
+		var pe *fs.PathError // f's own errors already name label: say it once
+		if errors.As(err, &pe) {
+			op, err = pe.Op, pe.Err
+		}
+		return pendingFile{}, fmt.Errorf("%s %s: %w", op, label, err)
 	}
 	return p, nil
 }
