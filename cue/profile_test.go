@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -164,11 +165,28 @@ func TestJSONSchemaAgreesWithCUE(t *testing.T) {
 // FuzzProfileConfig feeds arbitrary bytes to the config.json validator: it
 // must never panic, every finding must carry a position, and a document it
 // accepts must be valid JSON that decodes.
+// knownProfileKeys is the README's field table: any other key is an error.
+var knownProfileKeys = map[string]bool{"$schema": true, "version": true, "name": true, "description": true,
+	"model": true, "thinkingLevel": true, "sessionPersistence": true, "invocation": true, "tools": true,
+	"skills": true, "instructions": true}
+
+func hasUnknown(fs []Finding) bool {
+	for _, f := range fs {
+		if f.Code == CodeUnknownField {
+			return true
+		}
+	}
+	return false
+}
+
 func FuzzProfileConfig(f *testing.F) {
 	for _, seed := range []string{
 		`{"version":1,"name":"a","tools":["read"]}`,
 		`{"version":1,"name":"a","tools":["read"],"skills":["x"],"instructions":"i","invocation":"manual"}`,
 		`{"version":2}`, `[]`, `{`, `{"a":{"b":[1,{"c":null}]}}`, "\xff", `{"tools":[1,2,3],"tools":[]}`,
+		// Keys CUE cannot make a label of.
+		`{"version":1,"name":"a","tools":["read"],"a\nb.json":1}`,
+		`{"version":1,"name":"a","tools":["read"],"\u001b]0;x\u0007":true}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -178,6 +196,24 @@ func FuzzProfileConfig(f *testing.F) {
 		for _, fd := range res.Findings {
 			if fd.Line < 1 || fd.Column < 1 || fd.Message == "" {
 				t.Fatalf("finding without position or message: %+v", fd)
+			}
+		}
+		if !res.OK() && len(res.Findings) == 0 {
+			t.Fatalf("rejected %q without a finding: check would pass it silently", data)
+		}
+		var keys map[string]json.RawMessage
+		if json.Unmarshal(data, &keys) == nil {
+			for k := range keys {
+				if knownProfileKeys[k] {
+					continue
+				}
+				if res.OK() {
+					t.Fatalf("key %q outside the known set validated", k)
+				}
+				// Invalid UTF-8 is refused before keys are looked at.
+				if utf8.Valid(data) && !hasUnknown(res.Findings) {
+					t.Fatalf("key %q outside the known set gave no unknown-field finding: %+v", k, res.Findings)
+				}
 			}
 		}
 		if res.OK() {

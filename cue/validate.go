@@ -14,6 +14,7 @@ import (
 	cuelang "cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
 	cueerrors "cuelang.org/go/cue/errors"
+	"cuelang.org/go/cue/literal"
 	"cuelang.org/go/cue/token"
 	cuejson "cuelang.org/go/encoding/json"
 	cueyaml "cuelang.org/go/encoding/yaml"
@@ -161,7 +162,9 @@ func (s *Schema) validate(d Definition, file string, lit *ast.StructLit, data cu
 		}
 		name, _, err := ast.LabelName(field.Label)
 		if err != nil {
-			continue
+			// A key CUE cannot make a label of ("a\nb") is no known field
+			// either: it must still be reported, never skipped.
+			name = rawLabel(field.Label)
 		}
 		line, col := posOf(field.Label.Pos())
 		if present[name] {
@@ -504,4 +507,17 @@ func distance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(rb)]
+}
+
+// rawLabel is the key of a label that ast.LabelName rejects, unquoted when
+// possible, for the unknown-field finding.
+func rawLabel(l ast.Label) string {
+	lit, ok := l.(*ast.BasicLit)
+	if !ok {
+		return fmt.Sprint(l)
+	}
+	if u, err := literal.Unquote(lit.Value); err == nil {
+		return u
+	}
+	return lit.Value
 }
