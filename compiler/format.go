@@ -6,6 +6,8 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+
+	"github.com/facets-dev/facets/internal/termesc"
 )
 
 // Formats accepted by WriteDiagnostics.
@@ -28,11 +30,13 @@ func WriteDiagnostics(w io.Writer, format, base string, ds []Diagnostic) error {
 	switch format {
 	case FormatText, "":
 		for _, d := range rel {
-			if _, err := fmt.Fprintf(w, "%s: %s: %s [%s]\n", location(d), d.Severity, d.Message, d.Code); err != nil {
+			// Paths and messages quote file names and contents: escape
+			// control characters so none reaches the terminal raw.
+			if _, err := fmt.Fprintf(w, "%s: %s: %s [%s]\n", termesc.Escape(location(d)), d.Severity, termesc.Escape(d.Message), d.Code); err != nil {
 				return err
 			}
 			if d.Hint != "" {
-				if _, err := fmt.Fprintf(w, "\thint: %s\n", d.Hint); err != nil {
+				if _, err := fmt.Fprintf(w, "\thint: %s\n", termesc.Escape(d.Hint)); err != nil {
 					return err
 				}
 			}

@@ -87,3 +87,27 @@ func TestHostileStateFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestTextEscapesRecordValues: titles, purposes, paths and session ids
+// come from run records on disk; the text results never print them raw.
+func TestTextEscapesRecordValues(t *testing.T) {
+	const bad = "t\x1b]0;x\x07\n- forged line\xff"
+	l := Listing{
+		Open:      []OpenSub{{RunID: "12345678-aaaa", Title: bad, Profile: bad, Status: "idle", SessionPersistence: "persistent", Purpose: bad}},
+		Resumable: []Resumable{{SessionID: bad, Title: bad, Cwd: bad, Purpose: bad}},
+		Problems:  []string{bad},
+	}
+	texts := []string{l.Text(), Delegation{Title: bad, Profile: bad, RunID: "12345678", SessionID: bad}.Text(),
+		Message{Title: bad}.Text(), Interruption{Title: bad}.Text(), Closure{Title: bad}.Text()}
+	for _, s := range texts {
+		for _, r := range s {
+			if (r < 0x20 && r != '\n') || r == 0x7f || r == 0xfffd {
+				t.Errorf("raw %U in %q", r, s)
+				break
+			}
+		}
+		if strings.Contains(s, "\n- forged") {
+			t.Errorf("forged line in %q", s)
+		}
+	}
+}

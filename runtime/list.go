@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/facets-dev/facets/herdr"
+	"github.com/facets-dev/facets/internal/termesc"
 )
 
 // ManualMainGuidance is appended to a listing that shows a user-invoked
@@ -55,25 +56,27 @@ type Listing struct {
 	Problems []string `json:"problems,omitempty"`
 }
 
-// Text renders the listing as the reference's list_sub text.
+// Text renders the listing as the reference's list_sub text. Values read
+// from run records are escaped, so none can forge a line of the listing.
 func (l Listing) Text() string {
+	esc := termesc.Escape
 	var b strings.Builder
 	for _, p := range l.Problems {
-		b.WriteString("! " + p + "\n")
+		b.WriteString("! " + termesc.Escape(p) + "\n")
 	}
 	if len(l.Open) == 0 && len(l.Resumable) == 0 {
 		return b.String() + "no Sub sessions."
 	}
 	manual := false
 	for _, o := range l.Open {
-		fmt.Fprintf(&b, "- %s %s %s <%s, %s", o.Status, short(o.RunID), o.Title, o.Profile, o.SessionPersistence)
+		fmt.Fprintf(&b, "- %s %s %s <%s, %s", esc(o.Status), esc(short(o.RunID)), esc(o.Title), esc(o.Profile), esc(o.SessionPersistence))
 		if o.Origin == OriginManual {
 			manual = true
 			b.WriteString(", user-invoked specialist")
 		}
 		b.WriteString(">")
 		if o.Purpose != "" {
-			b.WriteString(" Purpose: " + o.Purpose)
+			b.WriteString(" Purpose: " + esc(o.Purpose))
 		}
 		b.WriteString("\n")
 	}
@@ -83,9 +86,9 @@ func (l Listing) Text() string {
 			manual = true
 			kind = "user-invoked; resume via user command"
 		}
-		fmt.Fprintf(&b, "- closed %s %s <%s> cwd=%s", r.SessionID, r.Title, kind, r.Cwd)
+		fmt.Fprintf(&b, "- closed %s %s <%s> cwd=%s", esc(r.SessionID), esc(r.Title), kind, esc(r.Cwd))
 		if r.Purpose != "" {
-			b.WriteString(" Purpose: " + r.Purpose)
+			b.WriteString(" Purpose: " + esc(r.Purpose))
 		}
 		b.WriteString("\n")
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/herdr"
+	"github.com/facets-dev/facets/internal/termesc"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
 )
@@ -85,9 +86,9 @@ func (d Delegation) Text() string {
 	if d.Action == "resumed" {
 		verb = "Resumed"
 	}
-	s := fmt.Sprintf("%s Sub: %s (profile %s, run %s", verb, d.Title, d.Profile, short(d.RunID))
+	s := fmt.Sprintf("%s Sub: %s (profile %s, run %s", verb, termesc.Escape(d.Title), termesc.Escape(d.Profile), short(d.RunID))
 	if d.SessionID != "" {
-		s += ", session " + d.SessionID
+		s += ", session " + termesc.Escape(d.SessionID)
 	}
 	return s + ")."
 }
@@ -486,7 +487,7 @@ type Message struct {
 }
 
 // Text is the reference's talk result text.
-func (m Message) Text() string { return "Message queued for Sub: " + m.Title }
+func (m Message) Text() string { return "Message queued for Sub: " + termesc.Escape(m.Title) }
 
 // Talk queues one message for an open Sub of the Main; ref is a run id or
 // a unique prefix. Queuing is not acceptance: the Sub acknowledges later.
@@ -519,7 +520,7 @@ type Interruption struct {
 
 // Text is the reference's interrupt_sub result text.
 func (i Interruption) Text() string {
-	return "Requested interruption of Sub: " + i.Title + ". The Sub session remains open."
+	return "Requested interruption of Sub: " + termesc.Escape(i.Title) + ". The Sub session remains open."
 }
 
 // Interrupt asks an open Sub to stop its current turn. The request names
@@ -558,7 +559,7 @@ type Closure struct {
 }
 
 // Text is the reference's close_sub result text.
-func (c Closure) Text() string { return "Closed Sub: " + c.Title }
+func (c Closure) Text() string { return "Closed Sub: " + termesc.Escape(c.Title) }
 
 // Close writes close.json, closes the Sub's tab and checks Herdr's answer.
 // If Herdr fails, the run stays open with its channel intact so Close can be

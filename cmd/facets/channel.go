@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/facets-dev/facets/internal/termesc"
 	"github.com/facets-dev/facets/runtime/channel"
 )
 
@@ -157,7 +158,7 @@ func (p *printer) report(pr channel.Problem) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.problems++
-	fmt.Fprintf(p.errw, "facets: channel problem: %v\n", pr.Err)
+	fmt.Fprintf(p.errw, "facets: channel problem: %s\n", termesc.Escape(pr.Err.Error()))
 }
 
 type receiveFlags struct {
@@ -245,7 +246,7 @@ func newChannelWatchCmd(a *app) *cobra.Command {
 			p := &printer{out: json.NewEncoder(a.stdout), errw: a.stderr, receipts: store, limit: count, done: cancel}
 			rx := channel.NewReceiver(d, store, p.submit, p.report)
 			w, err := channel.NewWatcher(d, func(c *channel.Channel) { rx.Scan(c) }, channel.WatchOptions{
-				Report: func(err error) { fmt.Fprintf(a.stderr, "facets: %v\n", err) },
+				Report: func(err error) { fmt.Fprintf(a.stderr, "facets: %s\n", termesc.Escape(err.Error())) },
 			})
 			if err != nil {
 				return err

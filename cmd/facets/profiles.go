@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/internal/termesc"
 )
 
 func newProfilesCmd(a *app) *cobra.Command {
@@ -25,7 +26,7 @@ sorted by name, followed by any diagnostics, like Pi's /profiles command.`,
 				fmt.Fprintln(a.stdout, "No Facets profiles configured.")
 			}
 			for _, p := range m.Profiles {
-				fmt.Fprintln(a.stdout, p.Summary())
+				fmt.Fprintln(a.stdout, termesc.Escape(p.Summary()))
 			}
 			if len(ds) > 0 {
 				fmt.Fprintln(a.stdout)

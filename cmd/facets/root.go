@@ -6,6 +6,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/facets-dev/facets/internal/termesc"
 )
 
 // Exit codes shared by every command.
@@ -48,7 +50,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case errors.Is(err, errDiagnostics):
 		return exitDiagnostics
 	default:
-		fmt.Fprintf(stderr, "facets: %v\n", err)
+		fmt.Fprintf(stderr, "facets: %s\n", termesc.Escape(err.Error()))
 		return exitUsage
 	}
 }

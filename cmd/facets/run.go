@@ -16,6 +16,7 @@ import (
 
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/herdr"
+	"github.com/facets-dev/facets/internal/termesc"
 	"github.com/facets-dev/facets/profiles"
 	"github.com/facets-dev/facets/runtime"
 	"github.com/facets-dev/facets/runtime/channel"
@@ -115,7 +116,7 @@ func (f *runFlags) failure(a *app, err error) error {
 			return werr
 		}
 	} else {
-		fmt.Fprintf(a.stderr, "facets: %v\n", err)
+		fmt.Fprintf(a.stderr, "facets: %s\n", termesc.Escape(err.Error()))
 	}
 	return errDiagnostics
 }
