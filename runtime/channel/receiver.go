@@ -2,6 +2,7 @@ package channel
 
 import (
 	"fmt"
+	"path/filepath"
 	"sync"
 )
 
@@ -26,7 +27,8 @@ type Receiver struct {
 	report    func(Problem)
 
 	mu       sync.Mutex
-	inFlight map[Receipt]bool
+	inFlight map[Receipt]int64          // submitted, not yet receipted → its sequence
+	high     map[seqKey]int64           // delivered high-water marks, when receipts is no SequenceStore
 	reported map[string]map[string]bool // channel dir → keys of problems already reported
 }
 
@@ -38,7 +40,7 @@ func NewReceiver(d Direction, receipts ReceiptStore, submit func(Delivery) error
 		report = func(Problem) {}
 	}
 	return &Receiver{direction: d, receipts: receipts, submit: submit, report: report,
-		inFlight: map[Receipt]bool{}, reported: map[string]map[string]bool{}}
+		inFlight: map[Receipt]int64{}, high: map[seqKey]int64{}, reported: map[string]map[string]bool{}}
 }
 
 // ScanResult counts what one Scan did.
@@ -76,7 +78,13 @@ func (r *Receiver) Scan(ch *Channel) (res ScanResult) {
 			res.Acknowledged++
 			continue
 		}
-		if !r.claim(key) {
+		if err := r.checkSequence(m); err != nil {
+			// Kept on disk for inspection; reported once while it stays.
+			problems = append(problems, Problem{Path: filepath.Join(ch.Dir(), string(m.Direction), Safe(m.ID)+".json"),
+				Err: err, key: "sequence\x00" + key.MessageID})
+			continue
+		}
+		if !r.claim(key, m.Sequence) {
 			res.Waiting++
 			continue
 		}
@@ -107,6 +115,9 @@ func (r *Receiver) acknowledgeIfReceipted(ch *Channel, m Message) (bool, error) 
 	if !has {
 		return false, nil
 	}
+	if err := r.recordDelivered(m); err != nil {
+		return false, err
+	}
 	if err := ch.Acknowledge(m); err != nil {
 		return false, err
 	}
@@ -114,13 +125,65 @@ func (r *Receiver) acknowledgeIfReceipted(ch *Channel, m Message) (bool, error) 
 	return true, nil
 }
 
-func (r *Receiver) claim(key Receipt) bool {
+// checkSequence refuses a message that is neither receipted nor in flight
+// but whose sequence is at or below one already delivered, or one in
+// flight, for its run and direction: the sender's counter never goes back,
+// so such a file is a replay or a forgery.
+func (r *Receiver) checkSequence(m Message) error {
+	high, err := r.delivered(m.Direction, m.RunID)
+	if err != nil {
+		return err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.inFlight[key] {
+	if _, ok := r.inFlight[m.Receipt()]; ok {
+		return nil
+	}
+	for k, seq := range r.inFlight {
+		if k.Direction == m.Direction && k.RunID == m.RunID {
+			high = max(high, seq)
+		}
+	}
+	if m.Sequence <= high {
+		return fmt.Errorf("rejected message %s: sequence %d is at or below %d, already delivered on %s of run %s; the file is kept for inspection",
+			m.ID, m.Sequence, high, m.Direction, m.RunID)
+	}
+	return nil
+}
+
+func (r *Receiver) delivered(d Direction, runID string) (int64, error) {
+	if s, ok := r.receipts.(SequenceStore); ok {
+		high, err := s.Delivered(d, runID)
+		if err != nil {
+			return 0, fmt.Errorf("read delivered sequence of %s: %w", runID, err)
+		}
+		return high, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.high[seqKey{d, runID}], nil
+}
+
+// recordDelivered raises the high-water mark to a receipted message's
+// sequence before its inbox file goes, so the mark survives a crash.
+func (r *Receiver) recordDelivered(m Message) error {
+	if s, ok := r.receipts.(SequenceStore); ok {
+		return s.RecordDelivered(m.Direction, m.RunID, m.Sequence)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := seqKey{m.Direction, m.RunID}
+	r.high[k] = max(r.high[k], m.Sequence)
+	return nil
+}
+
+func (r *Receiver) claim(key Receipt, seq int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.inFlight[key]; ok {
 		return false
 	}
-	r.inFlight[key] = true
+	r.inFlight[key] = seq
 	return true
 }
 
@@ -149,7 +212,9 @@ func (r *Receiver) Restore(keys []Receipt) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, k := range keys {
-		r.inFlight[k] = true
+		if _, ok := r.inFlight[k]; !ok {
+			r.inFlight[k] = 0 // sequence unknown: it raises no mark
+		}
 	}
 }
 

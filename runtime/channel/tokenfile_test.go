@@ -46,3 +46,24 @@ func TestReadTokenRefusesUnsafeFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenFileReceiptsRefusesHostileFiles: a receipt log replaced by a
+// FIFO, /dev/zero or an oversized file is refused with its path.
+func TestOpenFileReceiptsRefusesHostileFiles(t *testing.T) {
+	for _, c := range safefiletest.Cases(MaxReceiptLogBytes) {
+		t.Run(c.Name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "receipts.jsonl")
+			c.Make(t, path)
+			var err error
+			safefiletest.Within(t, func() {
+				var s *FileReceipts
+				if s, err = OpenFileReceipts(path); err == nil {
+					s.Close()
+				}
+			})
+			if err == nil || !strings.Contains(err.Error(), path) {
+				t.Errorf("OpenFileReceipts: %v, want an error naming %s", err, path)
+			}
+		})
+	}
+}
