@@ -10,28 +10,66 @@ import (
 	"syscall"
 )
 
+// Bounds of the private-skills walk, so a skills/ symlink to / or to a
+// huge tree stops quickly with one diagnostic instead of walking the whole
+// filesystem.
+const (
+	MaxSkillDepth   = 8     // directory levels below skills/
+	MaxSkillEntries = 10000 // directory entries examined in all
+)
+
 // PrivateSkills discovers the skills in <profileDir>/skills: every
 // directory holding a SKILL.md (without descending further, so a skill's
 // own files are never skills) and every *.md file directly in skills/.
 // Hidden entries and node_modules are skipped, and real paths are visited
 // once, which also stops symlink loops. Paths are returned depth-first in
-// sorted order.
+// sorted order. The walk never enters /proc, /sys or /dev and stops, with
+// one problem, beyond MaxSkillDepth levels or MaxSkillEntries entries.
 func PrivateSkills(profileDir, subject string) ([]string, []Problem) {
+	return privateSkills(profileDir, subject, MaxSkillDepth, MaxSkillEntries)
+}
+
+func privateSkills(profileDir, subject string, maxDepth, maxEntries int) ([]string, []Problem) {
 	root := filepath.Join(profileDir, "skills")
 	var skills []string
 	var probs []Problem
 	visited := map[fileID]bool{}
+	entries, stopped := 0, false
+	stop := func(path, msg, hint string) {
+		stopped = true
+		probs = append(probs, Problem{Path: path, Code: "skills-walk-stopped", Subject: subject, Message: msg, Hint: hint})
+	}
+	depthOf := func(dir string) int {
+		rel, _ := filepath.Rel(root, dir)
+		if rel == "." {
+			return 0
+		}
+		return strings.Count(rel, string(filepath.Separator)) + 1
+	}
 	// visit takes the directory's stat result from its parent's listing, so
 	// each directory is stat'ed once. Its device and inode identify it
 	// however it was reached, which stops symlink loops without resolving
 	// every path component.
 	var visit func(dir string, fi os.FileInfo, isRoot bool)
 	visit = func(dir string, fi os.FileInfo, isRoot bool) {
+		if stopped {
+			return
+		}
 		id, ok := idOf(fi)
 		if ok && visited[id] {
 			return
 		}
 		visited[id] = true
+		if sys := systemDir(dir); sys != "" {
+			stop(dir, fmt.Sprintf("skills walk stopped: %s leads into %s, which is never searched for skills", dir, sys),
+				"point the skills symlink at a directory of skills")
+			return
+		}
+		if d := depthOf(dir); d > maxDepth {
+			stop(dir, fmt.Sprintf("skills walk stopped: %s is %d levels below skills/, more than the %d allowed", dir, d, maxDepth),
+				"flatten the skills directory or list deep skills explicitly in \"skills\"")
+			return
+		}
 		if fi, err := os.Stat(filepath.Join(dir, "SKILL.md")); err == nil && fi.Mode().IsRegular() {
 			skills = append(skills, filepath.Join(dir, "SKILL.md"))
 			return
@@ -44,9 +82,17 @@ func PrivateSkills(profileDir, subject string) ([]string, []Problem) {
 			return
 		}
 		for _, de := range des { // sorted by name
+			if stopped {
+				return
+			}
 			name := de.Name()
 			if strings.HasPrefix(name, ".") || name == "node_modules" {
 				continue
+			}
+			if entries++; entries > maxEntries {
+				stop(dir, fmt.Sprintf("skills walk stopped after %d entries (the limit) in %s", maxEntries, root),
+					"keep skills/ small, or point it away from a large tree")
+				return
 			}
 			p := filepath.Join(dir, name)
 			fi, err := os.Stat(p)
@@ -75,6 +121,22 @@ func PrivateSkills(profileDir, subject string) ([]string, []Problem) {
 	}
 	visit(root, fi, true)
 	return skills, probs
+}
+
+// systemDir returns the system directory (/proc, /sys, /dev) that dir
+// is or lies in once symlinks are resolved, or "". Their files are not
+// skills, and reading them can block or never end.
+func systemDir(dir string) string {
+	resolved, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		resolved = dir
+	}
+	for _, s := range []string{"/proc", "/sys", "/dev"} {
+		if resolved == s || strings.HasPrefix(resolved, s+"/") {
+			return s
+		}
+	}
+	return ""
 }
 
 // IsNamedSkill reports whether a skills entry is a bare skill name rather
