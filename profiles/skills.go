@@ -50,8 +50,10 @@ func privateSkills(profileDir, subject string, maxDepth, maxEntries int) ([]stri
 	// each directory is stat'ed once. Its device and inode identify it
 	// however it was reached, which stops symlink loops without resolving
 	// every path component.
-	var visit func(dir string, fi os.FileInfo, isRoot bool)
-	visit = func(dir string, fi os.FileInfo, isRoot bool) {
+	// resolved is dir with symlinks resolved, kept along the walk so that
+	// only symlinked entries cost an EvalSymlinks.
+	var visit func(dir, resolved string, fi os.FileInfo, isRoot bool)
+	visit = func(dir, resolved string, fi os.FileInfo, isRoot bool) {
 		if stopped {
 			return
 		}
@@ -60,7 +62,7 @@ func privateSkills(profileDir, subject string, maxDepth, maxEntries int) ([]stri
 			return
 		}
 		visited[id] = true
-		if sys := systemDir(dir); sys != "" {
+		if sys := systemDir(resolved); sys != "" {
 			stop(dir, fmt.Sprintf("skills walk stopped: %s leads into %s, which is never searched for skills", dir, sys),
 				"point the skills symlink at a directory of skills")
 			return
@@ -104,7 +106,11 @@ func privateSkills(profileDir, subject string, maxDepth, maxEntries int) ([]stri
 			}
 			switch {
 			case fi.IsDir():
-				visit(p, fi, false)
+				next := filepath.Join(resolved, name)
+				if de.Type()&fs.ModeSymlink != 0 {
+					next = resolve(p)
+				}
+				visit(p, next, fi, false)
 			case isRoot && fi.Mode().IsRegular() && strings.HasSuffix(name, ".md"):
 				skills = append(skills, p)
 			}
@@ -119,18 +125,22 @@ func privateSkills(profileDir, subject string, maxDepth, maxEntries int) ([]stri
 			Message: fmt.Sprintf("cannot resolve skills directory: %v", unwrapPath(err)),
 			Hint:    "remove the broken symlink or fix its target"}}
 	}
-	visit(root, fi, true)
+	visit(root, resolve(root), fi, true)
 	return skills, probs
 }
 
-// systemDir returns the system directory (/proc, /sys, /dev) that dir
-// is or lies in once symlinks are resolved, or "". Their files are not
-// skills, and reading them can block or never end.
-func systemDir(dir string) string {
-	resolved, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		resolved = dir
+// resolve returns p with symlinks resolved, or p itself if that fails.
+func resolve(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
 	}
+	return p
+}
+
+// systemDir returns the system directory (/proc, /sys, /dev) that the
+// resolved path is or lies in, or "". Their files are not skills, and
+// reading them can block or never end.
+func systemDir(resolved string) string {
 	for _, s := range []string{"/proc", "/sys", "/dev"} {
 		if resolved == s || strings.HasPrefix(resolved, s+"/") {
 			return s
