@@ -91,7 +91,7 @@ func Compile(schema *cue.Schema, opts Options) (*Manifest, []Diagnostic, error) 
 		for _, dir := range profiles.UntrustedProjectDirs(env) {
 			c.diag(Diagnostic{Severity: Info, Code: "untrusted-project", File: dir,
 				Message: "project is not trusted; its profiles, skills, roles and MAIN.md were not loaded",
-				Hint:    "trust the project in Pi (/trust), or pass --trust"})
+				Hint:    "trust the project in Pi (/trust), add it to " + filepath.Join(env.AgentDir, "trust.json") + ` as {"/abs/project/dir": true}, or pass --trust`})
 		}
 	}
 
