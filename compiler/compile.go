@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -312,7 +313,7 @@ func (c *validator) validateEntry(e profiles.Entry) *candidate {
 	var cfg profileConfig
 	// The schema accepted the document, so it is well-formed JSON without
 	// duplicate keys; encoding/json decodes it far faster than CUE does.
-	if err := json.Unmarshal(e.Config, &cfg); err != nil {
+	if err := json.Unmarshal(bytes.TrimPrefix(e.Config, []byte("\uFEFF")), &cfg); err != nil {
 		c.diag(Diagnostic{Severity: Error, Code: "invalid-value", File: e.ConfigPath, Subject: e.Name,
 			Message: fmt.Sprintf("cannot decode profile: %v", err)})
 		return nil
@@ -329,7 +330,7 @@ func (c *validator) validateEntry(e profiles.Entry) *candidate {
 		line, col := res.Position("instructions")
 		c.diag(Diagnostic{Severity: Error, Code: "oversized-instructions", File: e.ConfigPath, Line: line, Column: col, Subject: e.Name,
 			Message: fmt.Sprintf("instructions exceeds %d characters (it has %d UTF-16 units)", profiles.MaxInstructionsChars, n),
-			Hint:    "move the text to instructions.md and shorten it"})
+			Hint:    "shorten the text; instructions.md has the same limit"})
 		ok = false
 	}
 	if !ok {
