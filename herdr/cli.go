@@ -140,6 +140,9 @@ func hasCode(err error, code string) bool {
 func (c *CLI) Check(ctx context.Context) error {
 	limit := c.timeout(func(t Timeouts) time.Duration { return t.Check })
 	res, err := c.run(ctx, "--version", limit, []string{"--version"})
+	if errors.Is(err, ErrNotInstalled) {
+		return fmt.Errorf("%w; Facets runs Subs in Herdr %s or newer: get it from https://herdr.dev and start Pi inside a Herdr pane", err, MinVersion)
+	}
 	if err != nil {
 		return fmt.Errorf("facets requires Herdr %s or newer: %w", MinVersion, err)
 	}

@@ -166,7 +166,7 @@ func TestCheck(t *testing.T) {
 	t.Run("missing binary", func(t *testing.T) {
 		f := newFixture(t, "PATH="+t.TempDir())
 		err := f.cli.Check(ctx)
-		if !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "requires Herdr") {
+		if !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "https://herdr.dev") {
 			t.Errorf("Check = %v, want ErrNotInstalled with guidance", err)
 		}
 		if _, err := Launch(ctx, f.cli, f.request()); !errors.Is(err, ErrNotInstalled) {

@@ -148,7 +148,7 @@ func (rt *Runtime) Delegate(ctx context.Context, req DelegateRequest) (Delegatio
 		return Delegation{}, err
 	}
 	if !req.Manual && !p.AgentInvokable {
-		return Delegation{}, errors.New("This profile is user-invoked only; use its slash command.")
+		return Delegation{}, fmt.Errorf("'%s' is user-invoked only; run /sub:%s", p.Name, p.Name)
 	}
 	if p, err = withToolExtensions(p, req.ToolSources); err != nil {
 		return Delegation{}, err
@@ -170,6 +170,9 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p compiler
 		return Delegation{}, err
 	}
 	if err := rt.Surface.Check(ctx); err != nil {
+		if errors.Is(err, herdr.ErrNotInstalled) {
+			return Delegation{}, err // already one sentence that says where to get Herdr
+		}
 		return Delegation{}, fmt.Errorf("Facets requires Herdr, but the Herdr adapter is unavailable: %w", err)
 	}
 	run, ch, err := rt.reserve(req, p, title, task, cwd, resumeID)

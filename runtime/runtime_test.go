@@ -416,7 +416,7 @@ func TestRunLookup(t *testing.T) {
 	if _, err := f.runtime().Talk(mainID, "abcdef01", "x"); err == nil || err.Error() != "Ambiguous Sub prefix 'abcdef01'. Use a longer run ID." {
 		t.Errorf("ambiguous prefix: %v", err)
 	}
-	if _, err := f.runtime().Delegate(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: mainID, Profile: "review", Title: "x", Task: "x"}); err == nil || err.Error() != "This profile is user-invoked only; use its slash command." {
+	if _, err := f.runtime().Delegate(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: mainID, Profile: "review", Title: "x", Task: "x"}); err == nil || err.Error() != "'review' is user-invoked only; run /sub:review" {
 		t.Errorf("manual via delegate: %v", err)
 	}
 	if _, err := f.runtime().Delegate(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: mainID, Profile: "nope", Title: "x", Task: "x"}); err == nil || err.Error() != "Unknown profile 'nope'." {

@@ -48,6 +48,18 @@ func (f *runFlags) validate() error {
 	return nil
 }
 
+// errNoMainSession names both ways to say which Main a command acts for.
+var errNoMainSession = errors.New("Facets is not attached to an active Main session: pass --main-session ID or set $PI_FACETS_MAIN_SESSION (the Pi extension sets it for the commands it runs)")
+
+// requireMain fails like any refused operation when no Main session is
+// known, before the runtime is asked.
+func (f *runFlags) requireMain(a *app) error {
+	if f.mainSession == "" {
+		return f.failure(a, errNoMainSession)
+	}
+	return nil
+}
+
 // runtime builds the runtime the flags describe, with the real herdr.
 func (f *runFlags) runtime(bridge string) (*runtime.Runtime, error) {
 	if err := f.validate(); err != nil {
@@ -191,6 +203,11 @@ func (f *manifestFlags) load(run *runFlags, profile string) (*compiler.Manifest,
 	if err != nil {
 		return nil, "", usageError{err}
 	}
+	// A Sub started with a missing -e file would come up without Facets and
+	// never answer; refuse before anything is launched.
+	if fi, err := os.Stat(bridge); err != nil || !fi.Mode().IsRegular() {
+		return nil, "", usageError{fmt.Errorf("Pi bridge %s is not a file: run facets pi-extension install, then pass --bridge \"$(facets pi-extension --path)\" or set FACETS_PI_BRIDGE to it", f.bridge)}
+	}
 	if f.manifest != "" {
 		m, err := compiler.LoadManifest(f.manifest)
 		if err != nil {
@@ -269,6 +286,9 @@ kept and its id printed so "facets close --run ID" can retry.
 			if req.Profile == "" || req.Task == "" {
 				return usageError{errors.New("delegate needs --profile and --task")}
 			}
+			if err := rf.requireMain(a); err != nil {
+				return err
+			}
 			return rf.launch(a, cmd, &mf, req.Profile, func(ctx context.Context, rt *runtime.Runtime, m *compiler.Manifest) (string, any, error) {
 				req.Manifest, req.MainSessionID, req.ToolSources = m, rf.mainSession, sources
 				d, err := rt.Delegate(ctx, req)
@@ -312,6 +332,9 @@ queued (plus "messageId" when queued); "text" is the notification line
 			if req.Profile == "" {
 				return usageError{errors.New("invoke needs --profile")}
 			}
+			if err := rf.requireMain(a); err != nil {
+				return err
+			}
 			return rf.launch(a, cmd, &mf, req.Profile, func(ctx context.Context, rt *runtime.Runtime, m *compiler.Manifest) (string, any, error) {
 				req.Manifest, req.MainSessionID, req.ToolSources = m, rf.mainSession, sources
 				d, err := rt.Invoke(ctx, req)
@@ -341,6 +364,9 @@ prefix). Queuing is not acceptance; the Sub acknowledges it later.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rt, err := rf.runtime("")
 			if err != nil {
+				return err
+			}
+			if err := rf.requireMain(a); err != nil {
 				return err
 			}
 			if !cmd.Flags().Changed("message") {
@@ -380,6 +406,9 @@ that turn is over, so a late interrupt cannot cancel later work.
 			if err != nil {
 				return err
 			}
+			if err := rf.requireMain(a); err != nil {
+				return err
+			}
 			i, err := rt.Interrupt(rf.mainSession, runID)
 			if err != nil {
 				return rf.failure(a, err)
@@ -409,6 +438,9 @@ Sub messages keep the channel ("retained") without holding a slot.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rt, err := rf.runtime("")
 			if err != nil {
+				return err
+			}
+			if err := rf.requireMain(a); err != nil {
 				return err
 			}
 			ctx, stop := signalContext(cmd)
@@ -446,6 +478,9 @@ ephemeral Subs. Status is unknown when Herdr cannot report it.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rt, err := rf.runtime("")
 			if err != nil {
+				return err
+			}
+			if err := rf.requireMain(a); err != nil {
 				return err
 			}
 			l, err := rt.List(cmd.Context(), rf.mainSession, all)
