@@ -348,7 +348,10 @@ func (c *validator) validateEntry(e profiles.Entry) (cand *candidate, valid bool
 		for _, p := range e.Problems {
 			c.problem(p, Error)
 		}
-		return nil, false
+		if e.Config == nil {
+			return nil, false
+		}
+		// A bad instructions.md leaves config.json to check in the same run.
 	}
 	res := c.schema.ValidateJSON(cue.Profile, e.ConfigPath, e.Config)
 	bad := map[string]bool{}
@@ -398,7 +401,7 @@ func (c *validator) validateEntry(e profiles.Entry) (cand *candidate, valid bool
 		}
 		cfg.Skills = skills
 	}
-	ok := res.OK()
+	ok := res.OK() && !e.Invalid()
 	if cfg.Name != e.Name {
 		line, col := res.Position("name")
 		c.diag(Diagnostic{Severity: Error, Code: "name-mismatch", File: e.ConfigPath, Line: line, Column: col, Subject: e.Name,
