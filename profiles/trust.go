@@ -156,6 +156,9 @@ func readJSONFile(path string, v any, shape func([]byte, *json.UnmarshalTypeErro
 		switch {
 		case errors.As(err, &syn):
 			serr.Line, serr.Column = lineCol(b, syn.Offset)
+			if filepath.Base(path) == "trust.json" {
+				serr.Err = fmt.Errorf("%v; trust.json must be %s", syn, TrustFileShape)
+			}
 		case errors.As(err, &typ):
 			serr.Line, serr.Column = lineCol(b, typ.Offset)
 			serr.Err = errors.New(shape(b, typ))
