@@ -44,8 +44,8 @@ var roleEnums = map[string][]string{
 
 // roleLooseBools are the boolean keys pi-herdr-agents reads as "exactly
 // true" (disable-model-invocation: true in any case) and false otherwise.
-// spawning and persistent are not here: the strict capability rule of the
-// pi-herdr-agents fork makes any other value invalid.
+// spawning and persistent are not here: pi-herdr-agents' capability rule
+// makes any other value invalid.
 var roleLooseBools = map[string]func(line string) bool{
 	"auto-exit":                func(l string) bool { return l == "true" },
 	"interactive":              func(l string) bool { return l == "true" },
