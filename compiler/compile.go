@@ -383,12 +383,12 @@ func (c *validator) validateEntry(e profiles.Entry) (cand *candidate, valid bool
 	}
 	if !res.OK() {
 		// Keep only what the schema did not object to.
-		for field, clear := range map[string]func(){
+		for field, reset := range map[string]func(){
 			"name": func() { cfg.Name = e.Name }, "model": func() { cfg.Model = "" },
 			"instructions": func() { cfg.Instructions = "" }, "skills": func() { cfg.Skills = nil },
 		} {
 			if bad[field] {
-				clear()
+				reset()
 			}
 		}
 		var skills []string
