@@ -12,6 +12,7 @@ import (
 
 	"github.com/facets-dev/facets/herdr"
 	"github.com/facets-dev/facets/runtime/channel"
+	"github.com/facets-dev/facets/runtime/launch"
 )
 
 func (f *fixture) invoke(main, profile, task string) (Delegation, error) {
@@ -46,8 +47,11 @@ func TestBindingsSurviveNewProcesses(t *testing.T) {
 		t.Errorf("manual args = %v", p.Agent.Args)
 	}
 	wantPrompt := "[User-invoked profile: review]\nThe user explicitly requests this task:\nReview MR 42"
-	if diff := cmp.Diff([]string{wantPrompt}, p.Agent.Prompts); diff != "" {
+	if diff := cmp.Diff([]string{launch.KickoffPrompt}, p.Agent.Prompts); diff != "" {
 		t.Errorf("prompt (-want +got):\n%s", diff)
+	}
+	if got := f.sub(created.RunID).Manifest().Task; got != wantPrompt {
+		t.Errorf("channel task = %q, want %q", got, wantPrompt)
 	}
 
 	// A new process (reload) reuses the open Sub: no tab, no slot.

@@ -195,7 +195,8 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p compiler
 		TokenFile: tokenFile,
 		Args:      spec.Args(),
 		Metadata:  herdr.Metadata{MainSession: req.MainSessionID, RunID: run.RunID, Profile: p.Name},
-		Task:      task,
+		// The task is in the channel manifest; see launch.KickoffPrompt.
+		Prompt: launch.KickoffPrompt,
 	})
 	var cleanup *herdr.CleanupError
 	switch {

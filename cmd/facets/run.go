@@ -30,6 +30,7 @@ type runFlags struct {
 	runtimeDir  string
 	agentDir    string
 	format      string
+	herdrBin    string
 }
 
 func (f *runFlags) register(cmd *cobra.Command) {
@@ -39,6 +40,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.runtimeDir, "runtime-dir", "", "channel root (default $XDG_RUNTIME_DIR/pi-facets-<uid>)")
 	fl.StringVar(&f.agentDir, "agent-dir", "", "Pi agent dir (default $PI_CODING_AGENT_DIR or ~/.pi/agent)")
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")
+	fl.StringVar(&f.herdrBin, "herdr-bin", os.Getenv("FACETS_HERDR"), "the herdr executable (default $FACETS_HERDR, else $HERDR_BIN_PATH, which Herdr sets in its panes, else herdr on PATH)")
 }
 
 func (f *runFlags) validate() error {
@@ -67,7 +69,7 @@ func (f *runFlags) runtime(bridge string) (*runtime.Runtime, error) {
 		root = channel.RuntimeRoot()
 	}
 	return &runtime.Runtime{
-		Surface:     &herdr.CLI{Runner: herdr.ExecRunner{}, Getenv: os.Getenv},
+		Surface:     &herdr.CLI{Runner: herdr.ExecRunner{Path: herdr.BinaryPath(f.herdrBin, os.Getenv)}, Getenv: os.Getenv},
 		Store:       runtime.Store{Dir: state},
 		ChannelRoot: root,
 		Bridge:      bridge,
