@@ -118,9 +118,15 @@ func (rt *Runtime) boundRun(mainSessionID, profile string) (*Run, error) {
 // checkReusable decides whether an open bound run can take the task. When
 // Herdr cannot report its status or its channel is gone, only a confirmed
 // closed tab lets the command go on (the run is then marked closed).
+// A tab that is not confirmed as this run's pane (ids restart in a fresh
+// Herdr server) counts as closed, never as the Sub.
 func (rt *Runtime) checkReusable(ctx context.Context, run *Run) (bool, error) {
+	own := herdr.TabUncertain
+	if run.handle().TabID != "" {
+		own, _ = rt.Surface.Owned(ctx, run.handle(), run.RunID)
+	}
 	if !channelExists(run) {
-		if ex, _ := rt.Surface.TabExists(ctx, run.handle().TabID); ex != herdr.TabGone {
+		if own != herdr.TabGone {
 			return false, errors.New("The existing Sub channel is missing and its tab is not confirmed closed; refusing to open the session twice.")
 		}
 		return false, rt.markClosed(run)
@@ -128,10 +134,12 @@ func (rt *Runtime) checkReusable(ctx context.Context, run *Run) (bool, error) {
 	if run.Launching() {
 		return false, errors.New("Cannot verify the existing Sub is available. Close its tab before retrying; no duplicate session was created.")
 	}
-	if st, _ := rt.Surface.Status(ctx, run.handle()); st != herdr.StatusUnknown && st != "" {
-		return true, nil
+	if own == herdr.TabPresent {
+		if st, _ := rt.Surface.Status(ctx, run.handle()); st != herdr.StatusUnknown && st != "" {
+			return true, nil
+		}
 	}
-	if ex, _ := rt.Surface.TabExists(ctx, run.handle().TabID); ex != herdr.TabGone {
+	if own != herdr.TabGone {
 		return false, errors.New("Cannot verify the existing Sub is available. Close its tab before retrying; no duplicate session was created.")
 	}
 	return false, rt.markClosed(run)

@@ -203,3 +203,30 @@ func TestInvokeEphemeralStartsFreshAfterClose(t *testing.T) {
 		t.Errorf("ephemeral manual args = %v", args)
 	}
 }
+
+// TestInvokeDoesNotReuseAnUnrelatedTab: after a Herdr restart the bound
+// run's tab id names a user's tab; the task must not be queued as if the
+// Sub were still there.
+func TestInvokeDoesNotReuseAnUnrelatedTab(t *testing.T) {
+	f := newFixture(t)
+	created, err := f.invoke(mainID, "review", "Review MR 42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Restart()
+	f.Run("tab", "create", "--workspace", "w1", "--cwd", "/", "--label", "user's tab", "--no-focus")
+	again, err := f.invoke(mainID, "review", "Review MR 43")
+	if err == nil && again.Action == "queued" {
+		t.Fatalf("queued to run %s whose tab id now names an unrelated tab", created.RunID)
+	}
+	if tabs := f.subTabs(); len(tabs) < 1 || tabs[0] != created.TabID {
+		t.Errorf("the unrelated tab %s was touched: %v", created.TabID, tabs)
+	}
+	// The stale run is known to be gone, not stuck as "cannot verify".
+	if err != nil && strings.Contains(err.Error(), "Cannot verify") {
+		t.Errorf("invoke = %v, want the stale run released", err)
+	}
+	if slices.Contains(f.openRuns(mainID), created.RunID) {
+		t.Errorf("run %s whose pane is gone is still open", created.RunID)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/facets-dev/facets/herdr"
+	"github.com/facets-dev/facets/runtime/channel"
 )
 
 // ManualMainGuidance is appended to a listing that shows a user-invoked
@@ -109,10 +110,10 @@ func (rt *Runtime) List(ctx context.Context, mainSessionID string, all bool) (Li
 		status := string(herdr.StatusUnknown)
 		if r.Launching() {
 			status = "launching"
-		} else if s, _ := rt.Surface.Status(ctx, r.handle()); s != "" {
-			status = string(s)
+		} else {
+			status = rt.liveStatus(ctx, r)
 		}
-		if !all && !r.Persistent() && status != string(herdr.StatusWorking) && status != string(herdr.StatusBlocked) {
+		if !all && !r.Persistent() && (status == string(herdr.StatusIdle) || status == string(herdr.StatusUnknown)) {
 			continue
 		}
 		l.Open = append(l.Open, OpenSub{
@@ -130,6 +131,53 @@ func (rt *Runtime) List(ctx context.Context, mainSessionID string, all bool) (Li
 		l.Resumable = append(l.Resumable, r)
 	}
 	return l, nil
+}
+
+// Statuses List reports besides Herdr's own.
+const (
+	// StatusGone: Herdr no longer has this run's pane (closed, a restarted
+	// server, or an id now used by someone else's tab). close releases the
+	// run without touching Herdr.
+	StatusGone = "gone"
+	// StatusSubmitted: Herdr reports idle, but the Sub has not taken up its
+	// first prompt yet (Herdr presses Enter 300 ms after agent prompt).
+	StatusSubmitted = "submitted"
+	// StatusQueued: Herdr reports idle, but a message for the Sub is still
+	// in its inbox.
+	StatusQueued = "queued"
+)
+
+// liveStatus is the run's status for a listing. Only a pane Herdr confirms
+// as this run's is asked for its agent's state, and an idle agent counts as
+// finished only when nothing handed to it is still waiting.
+func (rt *Runtime) liveStatus(ctx context.Context, r *Run) string {
+	h := r.handle()
+	if h.TabID == "" {
+		return string(herdr.StatusUnknown)
+	}
+	switch own, _ := rt.Surface.Owned(ctx, h, r.RunID); own {
+	case herdr.TabGone:
+		return StatusGone
+	case herdr.TabUncertain:
+		return string(herdr.StatusUnknown)
+	}
+	st, err := rt.Surface.State(ctx, h)
+	if err != nil || st.Status != herdr.StatusIdle {
+		return string(st.Status)
+	}
+	if ch, err := openChannel(r); err == nil {
+		defer ch.Close()
+		if msgs, _, err := ch.Pending(channel.ToSub); err == nil && len(msgs) > 0 {
+			return StatusQueued
+		}
+		if _, ok, err := ch.ActiveTurn(); err == nil && ok {
+			return string(herdr.StatusWorking)
+		}
+	}
+	if h.PromptSeq != nil && *h.PromptSeq == st.Seq {
+		return StatusSubmitted
+	}
+	return string(st.Status)
 }
 
 // resumables collects closed persistent Sub sessions, newest first:
