@@ -413,7 +413,7 @@ func dispatch(args []string, st *state, ctl control) (any, *cliError) {
 		return rawText("herdr " + version + "\n"), nil
 	case "status":
 		return statusCommand(args[1:], ctl, version)
-	case "tab", "agent", "pane":
+	case "tab", "agent", "pane", "workspace":
 	default:
 		return nil, usage("unknown command: %s\nrun 'herdr --help' for usage", args[0])
 	}
@@ -444,6 +444,8 @@ func dispatch(args []string, st *state, ctl control) (any, *cliError) {
 		return paneReportMetadata(rest, st)
 	case "pane get":
 		return paneGet(rest, st)
+	case "workspace list":
+		return workspaceList(rest, st)
 	}
 	return nil, usage("unknown %s command: %s", args[0], args[1])
 }
@@ -658,6 +660,43 @@ func publicStatus(st *state, p *pane) string {
 	default:
 		return s
 	}
+}
+
+// workspaceInfo follows herdr's WorkspaceInfo field order
+// (src/api/schema/workspaces.rs).
+type workspaceInfo struct {
+	WorkspaceID string `json:"workspace_id"`
+	Number      int    `json:"number"`
+	Label       string `json:"label"`
+	Focused     bool   `json:"focused"`
+	PaneCount   int    `json:"pane_count"`
+	TabCount    int    `json:"tab_count"`
+	ActiveTabID string `json:"active_tab_id"`
+	AgentStatus string `json:"agent_status"`
+}
+
+func workspaceList(args []string, st *state) (any, *cliError) {
+	if len(args) != 0 {
+		return nil, usage("usage: herdr workspace list")
+	}
+	list := []workspaceInfo{}
+	for i, id := range sortedKeys(st.Workspaces) {
+		info := workspaceInfo{WorkspaceID: id, Number: i + 1, Label: id, Focused: i == 0, AgentStatus: "unknown"}
+		for _, tid := range sortedKeys(st.Tabs) {
+			if t := st.Tabs[tid]; t.WorkspaceID == id {
+				if info.TabCount == 0 {
+					info.ActiveTabID = tid
+				}
+				info.TabCount++
+				info.PaneCount += len(t.Panes)
+			}
+		}
+		list = append(list, info)
+	}
+	return struct {
+		Type       string          `json:"type"`
+		Workspaces []workspaceInfo `json:"workspaces"`
+	}{"workspace_list", list}, nil
 }
 
 func paneGet(args []string, st *state) (any, *cliError) {
