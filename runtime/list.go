@@ -24,8 +24,9 @@ type OpenSub struct {
 	SessionPersistence string `json:"sessionPersistence"`
 	Origin             string `json:"origin,omitempty"`
 	Purpose            string `json:"purpose,omitempty"`
-	// Status is working, blocked, idle or unknown (Herdr cannot tell), or
-	// launching while the slot is reserved but the launch has not returned.
+	// Status is working, blocked, idle or unknown (Herdr cannot tell);
+	// submitted, queued or gone (see StatusSubmitted); or launching while
+	// the slot is reserved but the launch has not returned.
 	Status         string `json:"status"`
 	Adapter        string `json:"adapter"`
 	ElapsedSeconds int64  `json:"elapsedSeconds"`
@@ -90,8 +91,9 @@ func (l Listing) Text() string {
 }
 
 // List shows the Main's open Subs with Herdr's live status and the closed
-// persistent sessions it may resume. By default open runs are shown only if
-// persistent, working or blocked; all shows every open run.
+// persistent sessions it may resume. By default an ephemeral open run that
+// is idle (its work finished) or unknown is left out; all shows every open
+// run.
 func (rt *Runtime) List(ctx context.Context, mainSessionID string, all bool) (Listing, error) {
 	if mainSessionID == "" {
 		return Listing{}, fmt.Errorf("Facets is not attached to an active Main session.")

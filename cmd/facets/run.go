@@ -283,7 +283,7 @@ kept and its id printed so "facets close --run ID" can retry.
 	fl := cmd.Flags()
 	fl.StringVar(&req.Profile, "profile", "", "profile to launch (required)")
 	fl.StringVar(&req.Title, "title", "", "short title for the Sub's tab (at most 48 characters are shown)")
-	fl.StringVar(&req.Task, "task", "", "the Sub's first prompt (required)")
+	fl.StringVar(&req.Task, "task", "", "the Sub's task, its first user message (required; at most 1 MiB, never on herdr's command line)")
 	fl.StringVar(&req.Cwd, "cwd", "", "the Sub's working directory, relative to the Main's (ignored on --resume)")
 	fl.StringVar(&req.ResumeSessionID, "resume", "", "closed persistent Sub session to resume (id or unique prefix)")
 	fl.Var(&sources, "tool-source", toolSourceHelp)
@@ -435,9 +435,11 @@ func newListCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list [--all]",
 		Short: "List this Main's Subs with Herdr's live status, and resumable sessions",
-		Long: `list shows open Subs that are persistent, working or blocked, and closed
-persistent sessions that can be resumed; --all adds idle and unknown
-ephemeral Subs. Status is unknown when Herdr cannot report it.
+		Long: `list shows open Subs that are persistent or not idle (working, blocked,
+submitted: prompted but not started yet, queued: a message is waiting,
+gone: Herdr no longer has its pane), and closed persistent sessions that
+can be resumed; --all adds idle and unknown ephemeral Subs. Status is
+unknown when Herdr cannot report it.
 
 --format json prints {"ok":true,"text","open":[{"runId","subSessionId"?,
 "title","profile","sessionPersistence","origin"?,"purpose"?,"status",
