@@ -5,28 +5,22 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/herdr"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
 )
 
-// InvokeRequest is a user profile command (/sub:<profile> [task]).
-type InvokeRequest struct {
-	Manifest      *compiler.Manifest
-	MainSessionID string
-	Profile       string
-	Task          string
-	// ToolSources is the Main Pi's tool provenance, as in DelegateRequest.
-	ToolSources map[string]launch.ToolSource
-}
-
-// Invoke runs a user profile command with the reference's binding rules:
-// the Main session and profile are bound to one run; an open bound Sub gets
-// the task as a message (no new slot), a closed persistent one is resumed,
-// otherwise a new Sub is created and bound. A binding it cannot verify is
-// an error, never a silent replacement.
-func (rt *Runtime) Invoke(ctx context.Context, req InvokeRequest) (Delegation, error) {
+// Invoke runs a user profile command (/sub:<profile> [task]) with the
+// reference's binding rules: the Main session and profile are bound to one
+// run; an open bound Sub gets the task as a message (no new slot), a closed
+// persistent one is resumed, otherwise a new Sub is created and bound. A
+// binding it cannot verify is an error, never a silent replacement. The
+// request is a delegate's; its title, cwd and session to resume come from
+// the binding, so they must be empty.
+func (rt *Runtime) Invoke(ctx context.Context, req DelegateRequest) (Delegation, error) {
+	if req.Title != "" || req.Cwd != "" || req.ResumeSessionID != "" {
+		return Delegation{}, errors.New("invoke: the title, working directory and session come from the profile binding")
+	}
 	if req.MainSessionID == "" {
 		return Delegation{}, errors.New("Facets is not attached to an active Main session.")
 	}

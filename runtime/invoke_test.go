@@ -17,7 +17,7 @@ import (
 
 func (f *fixture) invoke(main, profile, task string) (Delegation, error) {
 	// A fresh Runtime each time: every profile command is a new process.
-	return f.runtime().Invoke(context.Background(), InvokeRequest{Manifest: f.manifest, MainSessionID: main, Profile: profile, Task: task})
+	return f.runtime().Invoke(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: main, Profile: profile, Task: task})
 }
 
 func (f *fixture) countCommand(name string) int {
@@ -228,5 +228,24 @@ func TestInvokeDoesNotReuseAnUnrelatedTab(t *testing.T) {
 	}
 	if slices.Contains(f.openRuns(mainID), created.RunID) {
 		t.Errorf("run %s whose pane is gone is still open", created.RunID)
+	}
+}
+
+// TestInvokeTakesNoDelegateOnlyFields: one request type serves delegate and
+// invoke, but a binding decides an invocation's title, cwd and session.
+func TestInvokeTakesNoDelegateOnlyFields(t *testing.T) {
+	f := newFixture(t)
+	for name, req := range map[string]DelegateRequest{
+		"title":  {Title: "t"},
+		"cwd":    {Cwd: "/"},
+		"resume": {ResumeSessionID: "s"},
+	} {
+		req.Manifest, req.MainSessionID, req.Profile = f.manifest, mainID, "review"
+		if _, err := f.runtime().Invoke(context.Background(), req); err == nil || !strings.Contains(err.Error(), "binding") {
+			t.Errorf("%s: Invoke = %v", name, err)
+		}
+	}
+	if len(f.subTabs()) != 0 {
+		t.Errorf("tabs opened: %v", f.subTabs())
 	}
 }
