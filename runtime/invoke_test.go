@@ -245,7 +245,7 @@ func TestInvokeTakesNoDelegateOnlyFields(t *testing.T) {
 			t.Errorf("%s: Invoke = %v", name, err)
 		}
 	}
-	if len(f.subTabs()) != 0 {
-		t.Errorf("tabs opened: %v", f.subTabs())
+	if calls := f.Calls(); len(calls) != 0 {
+		t.Errorf("herdr was called: %v", f.Commands())
 	}
 }
