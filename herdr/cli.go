@@ -572,8 +572,16 @@ func (c *CLI) Owned(ctx context.Context, h Handle, runID string) (Existence, err
 	if h.PaneID == "" || h.TabID == "" {
 		return TabUncertain, fmt.Errorf("herdr %s: the run has no recorded tab and pane", command)
 	}
-	if h.Socket != "" && (h.Socket != c.getenv("HERDR_SOCKET_PATH") || h.Session != c.getenv("HERDR_SESSION")) {
-		return TabGone, nil
+	// The socket names the server (a named session has its own socket).
+	// From outside any Herdr pane the server herdr would reach is a guess,
+	// so nothing is concluded; from another server the pane is not there.
+	if h.Socket != "" {
+		switch cur := c.getenv("HERDR_SOCKET_PATH"); {
+		case cur == "":
+			return TabUncertain, fmt.Errorf("herdr %s: tab %s belongs to the Herdr server at %s; run this from a pane of that server", command, h.TabID, h.Socket)
+		case cur != h.Socket:
+			return TabGone, nil
+		}
 	}
 	res, err := c.run(ctx, command, c.timeout(func(t Timeouts) time.Duration { return t.Exists }),
 		[]string{"pane", "get", h.PaneID})

@@ -452,6 +452,10 @@ func TestOwnedAfterServerRestart(t *testing.T) {
 	if ex, _ := f.cli.Owned(ctx, other, testRunID); ex != TabGone {
 		t.Errorf("Owned on another server = %v, want gone", ex)
 	}
+	outside := &CLI{Runner: f.cli.Runner, Getenv: func(string) string { return "" }}
+	if ex, err := outside.Owned(ctx, h, testRunID); ex != TabUncertain || err == nil || !strings.Contains(err.Error(), h.Socket) {
+		t.Errorf("Owned from outside any Herdr pane = %v, %v; want uncertain naming the server", ex, err)
+	}
 
 	f.Restart()
 	if ex, _ := f.cli.Owned(ctx, h, testRunID); ex != TabGone {
