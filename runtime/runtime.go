@@ -198,7 +198,8 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p compiler
 		TokenFile: tokenFile,
 		Args:      spec.Args(),
 		Metadata:  herdr.Metadata{MainSession: req.MainSessionID, RunID: run.RunID, Profile: p.Name},
-		Task:      task,
+		// The task is in the channel manifest; see launch.KickoffPrompt.
+		Prompt: launch.KickoffPrompt,
 	})
 	var cleanup *herdr.CleanupError
 	switch {
@@ -584,8 +585,19 @@ func (rt *Runtime) Close(ctx context.Context, mainSessionID, ref, reason string)
 		// actually stops the Sub.
 		_ = ch.RequestClose(reason)
 	}
-	if err := rt.Surface.CloseTab(ctx, run.handle()); err != nil {
-		return Closure{}, fmt.Errorf("close Sub %s (run %s stays open): %w", run.Title, run.RunID, err)
+	// Tab ids restart in a fresh Herdr server, so the stored tab is closed
+	// only once Herdr confirms it still holds this run's pane; a run whose
+	// pane is gone is released without touching Herdr.
+	if h := run.handle(); h.TabID != "" {
+		own, err := rt.Surface.Owned(ctx, h, run.RunID)
+		switch {
+		case own == herdr.TabPresent:
+			if err := rt.Surface.CloseTab(ctx, h); err != nil {
+				return Closure{}, fmt.Errorf("close Sub %s (run %s stays open): %w", run.Title, run.RunID, err)
+			}
+		case own == herdr.TabUncertain:
+			return Closure{}, fmt.Errorf("close Sub %s (run %s stays open): cannot confirm tab %s is still this Sub's: %w", run.Title, run.RunID, h.TabID, err)
+		}
 	}
 	run.ClosedAt = rt.now().UnixMilli()
 	run.UpdatedAt = run.ClosedAt

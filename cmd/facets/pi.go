@@ -12,6 +12,7 @@ import (
 
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/runtime/channel"
+	"github.com/facets-dev/facets/runtime/launch"
 	"github.com/facets-dev/facets/runtime/pibridge"
 )
 
@@ -121,6 +122,9 @@ func newPiPlanCmd(a *app) *cobra.Command {
 					break
 				}
 				plan = pibridge.SubPlan(c.Manifest().Profile, c.Manifest().Origin)
+				if plan.Error == "" && c.Manifest().Task != "" {
+					plan.Kickoff, plan.Task = launch.KickoffPrompt, c.Manifest().Task
+				}
 				c.Close()
 			default:
 				return usageError{fmt.Errorf("unknown --role %q (want main or sub)", role)}

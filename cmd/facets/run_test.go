@@ -33,6 +33,8 @@ func runEnv(t *testing.T) string {
 	t.Setenv("FACETS_STATE_DIR", filepath.Join(dir, "state"))
 	t.Setenv("XDG_RUNTIME_DIR", filepath.Join(dir, "xdg"))
 	t.Setenv("FACETS_ROLE_PACKS", "")
+	t.Setenv("HERDR_BIN_PATH", "")
+	t.Setenv("FACETS_HERDR", "")
 	return dir
 }
 
@@ -279,5 +281,31 @@ func TestDelegateToolSources(t *testing.T) {
 	}
 	if i := slices.Index(args, ext); i < 1 || args[i-1] != "-e" {
 		t.Errorf("Sub argv lacks -e %s: %q", ext, args)
+	}
+}
+
+// TestHerdrBinChoice: --herdr-bin and $FACETS_HERDR override $HERDR_BIN_PATH
+// (the pane's own herdr), which beats PATH.
+func TestHerdrBinChoice(t *testing.T) {
+	runEnv(t)
+	fake := filepath.Join(herdrtest.Binary(t), "herdr")
+	t.Setenv("PATH", t.TempDir())
+	example, _ := filepath.Abs("../../testdata/example")
+	delegate := []string{"delegate", "--profile", "oracle", "--title", "Advise", "--task", "go", "--agent-dir", filepath.Join(example, "agent"),
+		"--main-cwd", filepath.Join(example, "project", "service"), "--trust"}
+
+	if code, out, errOut := runFacets(t, "", delegate...); code != exitDiagnostics || !strings.Contains(errOut, "herdr is not installed") {
+		t.Errorf("without herdr: exit %d %s%s", code, out, errOut)
+	}
+	t.Setenv("HERDR_BIN_PATH", fake)
+	if code, out, errOut := runFacets(t, "", delegate...); code != exitOK {
+		t.Errorf("with $HERDR_BIN_PATH: exit %d %s%s", code, out, errOut)
+	}
+	t.Setenv("FACETS_HERDR", "/nonexistent/herdr")
+	if code, _, errOut := runFacets(t, "", delegate...); code != exitDiagnostics || !strings.Contains(errOut, "/nonexistent/herdr") {
+		t.Errorf("$FACETS_HERDR must win over $HERDR_BIN_PATH: exit %d %s", code, errOut)
+	}
+	if code, out, errOut := runFacets(t, "", append(delegate, "--herdr-bin", fake)...); code != exitOK {
+		t.Errorf("--herdr-bin must win over $FACETS_HERDR: exit %d %s%s", code, out, errOut)
 	}
 }
