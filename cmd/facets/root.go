@@ -79,6 +79,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newPiExtensionCmd(a),
 		newProfilesCmd(a),
 		newSchemaCmd(a),
+		newVerifyCmd(a),
 	)
 	return root
 }

@@ -46,6 +46,8 @@ type Plan struct {
 	Profiles Notice `json:"profiles"`
 	// Error blocks every input with "Cannot start agent: <Error>".
 	Error string `json:"error,omitempty"`
+	// Warnings are shown once at startup, one line each (a stale snapshot).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ActiveProfile is the launch snapshot the extension applies to Pi.

@@ -26,6 +26,7 @@ type Plan = {
   commands?: { name: string; profile: string; description: string }[];
   profiles: { text: string; level: "info" | "warning" };
   error?: string;
+  warnings?: string[];
 };
 type Result = { code: number; stdout: string; stderr: string };
 type BridgeEvent = { type: string; id?: number; runId?: string; messageId?: string; text?: string; error?: string; reason?: string };
@@ -306,6 +307,7 @@ export default function (pi: ExtensionAPI) {
       startError = r.stderr.trim() || `facets pi-extension plan exited with status ${r.code}`;
     }
     if (plan?.error) startError = plan.error;
+    for (const w of plan?.warnings ?? []) report(w, "warning");
     if (plan?.profile && !startError) {
       try {
         await applyProfile(ctx, plan.profile);
