@@ -77,6 +77,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newListCmd(a),
 		newHerdrVisibilityCmd(a),
 		newPiExtensionCmd(a),
+		newNewCmd(a),
 		newProfilesCmd(a),
 		newSchemaCmd(a),
 		newVerifyCmd(a),
