@@ -75,6 +75,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newInterruptCmd(a),
 		newCloseCmd(a),
 		newListCmd(a),
+		newExplainCmd(a),
 		newHerdrVisibilityCmd(a),
 		newPiExtensionCmd(a),
 		newNewCmd(a),
