@@ -264,16 +264,7 @@ func withToolExtensions(p compiler.Profile, sources map[string]launch.ToolSource
 	return p, nil
 }
 
-func (rt *Runtime) herdrAgentState() string {
-	if rt.AgentDir == "" {
-		return ""
-	}
-	p := filepath.Join(rt.AgentDir, "extensions", "herdr-agent-state.ts")
-	if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-		return p
-	}
-	return ""
-}
+func (rt *Runtime) herdrAgentState() string { return launch.HerdrAgentState(rt.AgentDir) }
 
 // delegateCwd picks the Sub's working directory: on resume the saved
 // session's cwd, otherwise req.Cwd resolved against the Main's cwd.

@@ -115,6 +115,16 @@ func newPiPlanCmd(a *app) *cobra.Command {
 					break
 				}
 				plan = pibridge.MainPlan(m, ds, profile)
+				if manifest != "" {
+					opts, err := src.options()
+					w := fmt.Sprintf("Cannot check whether Facets snapshot %s is current: %v", manifest, err)
+					if err == nil {
+						w = pibridge.SnapshotWarning(m, manifest, opts)
+					}
+					if w != "" {
+						plan.Warnings = append(plan.Warnings, w)
+					}
+				}
 			case "sub":
 				c, err := openSubChannel()
 				if err != nil {

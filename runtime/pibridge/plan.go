@@ -51,6 +51,8 @@ type Plan struct {
 	// manifest, once per Pi process.
 	Kickoff string `json:"kickoff,omitempty"`
 	Task    string `json:"task,omitempty"`
+	// Warnings are shown once at startup, one line each (a stale snapshot).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ActiveProfile is the launch snapshot the extension applies to Pi.

@@ -28,6 +28,7 @@ type Plan = {
   error?: string;
   kickoff?: string;
   task?: string;
+  warnings?: string[];
 };
 type Result = { code: number; stdout: string; stderr: string };
 type BridgeEvent = { type: string; id?: number; runId?: string; messageId?: string; text?: string; error?: string; reason?: string };
@@ -308,6 +309,7 @@ export default function (pi: ExtensionAPI) {
       startError = r.stderr.trim() || `facets pi-extension plan exited with status ${r.code}`;
     }
     if (plan?.error) startError = plan.error;
+    for (const w of plan?.warnings ?? []) report(w, "warning");
     if (plan?.profile && !startError) {
       try {
         await applyProfile(ctx, plan.profile);
