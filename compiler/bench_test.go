@@ -109,7 +109,7 @@ func TestParallelValidationMatchesSequential(t *testing.T) {
 		}
 		role := fmt.Sprintf("---\ndescription: role %d\ntools: read, bash\n---\nBody.\n", i)
 		if i%11 == 4 {
-			role = fmt.Sprintf("---\ndescription: role %d\nthinking: extreme\n---\nBody.\n", i)
+			role = fmt.Sprintf("---\ndescription: role %d\nspawning: extreme\n---\nBody.\n", i)
 		}
 		r := filepath.Join(root, "agent", "agents", fmt.Sprintf("r%03d.md", i))
 		os.MkdirAll(filepath.Dir(r), 0o755)

@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -91,7 +92,7 @@ func Compile(schema *cue.Schema, opts Options) (*Manifest, []Diagnostic, error) 
 		for _, dir := range profiles.UntrustedProjectDirs(env) {
 			c.diag(Diagnostic{Severity: Info, Code: "untrusted-project", File: dir,
 				Message: "project is not trusted; its profiles, skills, roles and MAIN.md were not loaded",
-				Hint:    "trust the project in Pi (/trust), or pass --trust"})
+				Hint:    "trust the project in Pi (/trust), add it to " + filepath.Join(env.AgentDir, "trust.json") + ` as {"/abs/project/dir": true}, or pass --trust`})
 		}
 	}
 
@@ -198,6 +199,11 @@ func (c *compilation) profiles(trusted bool) []Profile {
 	checked := c.validateAll(entries, c.workers)
 	effective := map[string]*candidate{}
 	shadowed := map[string][]string{}
+	// broken holds, per name, the diagnostics of invalid definitions that
+	// no valid nearer definition has replaced yet. A valid nearer one makes
+	// them warnings about a masked file: they stay visible but must not
+	// block the profile that is actually used.
+	broken := map[string][]Diagnostic{}
 	i := 0
 	for _, sp := range scopes {
 		for _, p := range sp.Problems {
@@ -210,23 +216,49 @@ func (c *compilation) profiles(trusted bool) []Profile {
 			if e.Instructions != nil {
 				c.sources[e.Instructions.Path] = Digest(e.Instructions.Content)
 			}
-			cand := checked[i].cand
-			c.diags = append(c.diags, checked[i].diags...)
+			ce := checked[i]
 			i++
 			if prev := effective[e.Name]; prev != nil {
 				shadowed[e.Name] = append(shadowed[e.Name], prev.entry.ConfigPath)
 			}
-			if cand == nil {
+			if !ce.valid {
+				ds := ce.diags
+				if ce.cand != nil {
+					// Report what else is wrong (unknown skills) in the same run.
+					ds = append(ds, c.skillDiags(ce.cand, trusted)...)
+				}
 				if effective[e.Name] != nil {
-					c.diag(Diagnostic{Severity: Warning, Code: "masked-profile", File: e.ConfigPath, Subject: e.Name,
+					ds = append(ds, Diagnostic{Severity: Warning, Code: "masked-profile", File: e.ConfigPath, Subject: e.Name,
 						Message: fmt.Sprintf("invalid profile '%s' hides the same-named profile at %s", e.Name, effective[e.Name].entry.ConfigPath),
 						Hint:    "fix this definition or remove it to use the broader one"})
 				}
+				broken[e.Name] = append(broken[e.Name], ds...)
 				delete(effective, e.Name)
 				continue
 			}
-			effective[e.Name] = cand
+			c.diags = append(c.diags, ce.diags...)
+			for _, d := range broken[e.Name] {
+				c.diag(maskedDiag(d, e.ConfigPath))
+			}
+			delete(broken, e.Name)
+			effective[e.Name] = ce.cand
 		}
+	}
+	for _, ds := range broken {
+		c.diags = append(c.diags, ds...)
+	}
+	layout := profiles.LayoutProblems(c.env, trusted)
+	for _, p := range layout {
+		c.problem(p, Warning)
+	}
+	if len(entries) == 0 && len(layout) == 0 {
+		where := c.env.GlobalProfilesDir()
+		if trusted {
+			where += " or any .pi/facets/profiles from / down to " + c.env.Cwd
+		}
+		c.diag(Diagnostic{Severity: Warning, Code: "no-profiles", File: c.env.GlobalProfilesDir(),
+			Message: "no Facets profiles found in " + where,
+			Hint:    "create <name>/config.json in " + c.env.GlobalProfilesDir() + ", or check --agent-dir, -C and project trust"})
 	}
 	names := make([]string, 0, len(effective))
 	for n := range effective {
@@ -242,8 +274,21 @@ func (c *compilation) profiles(trusted bool) []Profile {
 	return out
 }
 
+// maskedDiag turns an error of a definition that the valid nearer
+// definition at by replaces into a warning that says so.
+func maskedDiag(d Diagnostic, by string) Diagnostic {
+	if d.Severity == Error {
+		d.Severity = Warning
+		d.Message = fmt.Sprintf("%s (in a masked definition: %s is used instead)", d.Message, by)
+	}
+	return d
+}
+
+// checkedEntry is one validated entry: cand is set whenever the document
+// could be read (even with errors), valid only when it has none.
 type checkedEntry struct {
 	cand  *candidate
+	valid bool
 	diags []Diagnostic
 }
 
@@ -257,8 +302,8 @@ func (c *compilation) validateAll(entries []profiles.Entry, limit int) []checked
 	out := make([]checkedEntry, len(entries))
 	forEachParallel(c.schema, len(entries), limit, func(s *cue.Schema, i int) {
 		v := validator{schema: s}
-		cand := v.validateEntry(entries[i])
-		out[i] = checkedEntry{cand: cand, diags: v.diags}
+		cand, valid := v.validateEntry(entries[i])
+		out[i] = checkedEntry{cand: cand, valid: valid, diags: v.diags}
 	})
 	return out
 }
@@ -298,30 +343,69 @@ func forEachParallel(first *cue.Schema, n, limit int, fn func(s *cue.Schema, i i
 }
 
 // validateEntry checks one entry's files and config against the schema and
-// the rules the schema cannot express; nil means invalid.
-func (c *validator) validateEntry(e profiles.Entry) *candidate {
+// the rules the schema cannot express. Every independent problem is
+// reported in one run: the rules below also check the fields of a document
+// with schema errors, as long as those fields have none. cand is nil when
+// the document could not be read at all; valid is false on any error.
+func (c *validator) validateEntry(e profiles.Entry) (cand *candidate, valid bool) {
 	if e.Invalid() {
 		for _, p := range e.Problems {
 			c.problem(p, Error)
 		}
-		return nil
+		if e.Config == nil {
+			return nil, false
+		}
+		// A bad instructions.md leaves config.json to check in the same run.
 	}
 	res := c.schema.ValidateJSON(cue.Profile, e.ConfigPath, e.Config)
+	bad := map[string]bool{}
+	readable := true
 	for _, f := range res.Findings {
 		c.finding(f, e.Name)
+		bad[f.Field] = true
+		switch f.Code {
+		case cue.CodeSyntax, cue.CodeEncoding, cue.CodeNotObject:
+			readable = false
+		}
 	}
-	if !res.OK() {
-		return nil
+	if !readable {
+		return nil, false
 	}
 	var cfg profileConfig
-	// The schema accepted the document, so it is well-formed JSON without
-	// duplicate keys; encoding/json decodes it far faster than CUE does.
-	if err := json.Unmarshal(e.Config, &cfg); err != nil {
-		c.diag(Diagnostic{Severity: Error, Code: "invalid-value", File: e.ConfigPath, Subject: e.Name,
-			Message: fmt.Sprintf("cannot decode profile: %v", err)})
-		return nil
+	// encoding/json decodes far faster than CUE does. On a document the
+	// schema accepted it cannot fail; on one with errors it fills the fields
+	// it can, and only fields without findings are used below.
+	if err := json.Unmarshal(bytes.TrimPrefix(e.Config, []byte("\uFEFF")), &cfg); err != nil {
+		var typ *json.UnmarshalTypeError
+		if !errors.As(err, &typ) || res.OK() {
+			if res.OK() {
+				c.diag(Diagnostic{Severity: Error, Code: "invalid-value", File: e.ConfigPath, Subject: e.Name,
+					Message: fmt.Sprintf("cannot decode profile: %v", err)})
+			}
+			return nil, false
+		}
 	}
-	ok := true
+	if !res.OK() {
+		// Keep only what the schema did not object to.
+		for field, reset := range map[string]func(){
+			"name": func() { cfg.Name = e.Name }, "model": func() { cfg.Model = "" },
+			"instructions": func() { cfg.Instructions = "" }, "skills": func() { cfg.Skills = nil },
+		} {
+			if bad[field] {
+				reset()
+			}
+		}
+		var skills []string
+		for i, ref := range cfg.Skills {
+			if !bad[fmt.Sprintf("skills.%d", i)] {
+				skills = append(skills, ref)
+			} else {
+				skills = append(skills, "") // keeps indexes, skipped when resolving
+			}
+		}
+		cfg.Skills = skills
+	}
+	ok := res.OK() && !e.Invalid()
 	if cfg.Name != e.Name {
 		line, col := res.Position("name")
 		c.diag(Diagnostic{Severity: Error, Code: "name-mismatch", File: e.ConfigPath, Line: line, Column: col, Subject: e.Name,
@@ -333,11 +417,8 @@ func (c *validator) validateEntry(e profiles.Entry) *candidate {
 		line, col := res.Position("instructions")
 		c.diag(Diagnostic{Severity: Error, Code: "oversized-instructions", File: e.ConfigPath, Line: line, Column: col, Subject: e.Name,
 			Message: fmt.Sprintf("instructions exceeds %d characters (it has %d UTF-16 units)", profiles.MaxInstructionsChars, n),
-			Hint:    "move the text to instructions.md and shorten it"})
+			Hint:    "shorten the text; instructions.md has the same limit"})
 		ok = false
-	}
-	if !ok {
-		return nil
 	}
 	if m := cfg.Model; m != "" {
 		provider, model, found := strings.Cut(m, "/")
@@ -348,7 +429,7 @@ func (c *validator) validateEntry(e profiles.Entry) *candidate {
 				Hint:    "write the provider and the model id, e.g. \"anthropic/claude-sonnet-4-5\""})
 		}
 	}
-	return &candidate{entry: e, config: cfg, result: res}
+	return &candidate{entry: e, config: cfg, result: res}, ok
 }
 
 // resolve builds the launch snapshot of an effective profile.
@@ -385,23 +466,10 @@ func (c *compilation) resolve(cand *candidate, trusted bool, overrides []string)
 		}
 		skills = append(skills, private...)
 	}
-	base := e.Dir
-	for i, ref := range cfg.Skills {
-		p, found := profiles.ResolveSkill(ref, base, c.env, trusted)
-		if !found {
-			line, col := cand.result.Position(fmt.Sprintf("skills.%d", i))
-			hint := "install the skill in <agentDir>/skills or ~/.agents/skills, or use a path relative to the profile"
-			if profiles.IsNamedSkill(ref) && !trusted {
-				hint = "project skills are only searched when the project is trusted; " + hint
-			}
-			c.diag(Diagnostic{Severity: Error, Code: "unknown-skill", File: e.ConfigPath, Line: line, Column: col, Subject: e.Name,
-				Message: fmt.Sprintf("Profile '%s' references unknown skill '%s'.", e.Name, ref), Hint: hint})
-			ok = false
-			continue
-		}
-		skills = append(skills, p)
-	}
-	if !ok {
+	explicit, ds := c.resolveSkills(cand, trusted)
+	c.diags = append(c.diags, ds...)
+	skills = append(skills, explicit...)
+	if !ok || len(ds) > 0 {
 		return Profile{}, false
 	}
 	launch.Skills = profiles.DedupeByRealPath(skills)
@@ -422,6 +490,38 @@ func (c *compilation) resolve(cand *candidate, trusted bool, overrides []string)
 		Overrides:      overrides,
 		Launch:         launch,
 	}, true
+}
+
+// resolveSkills resolves a profile's explicit skills entries and reports
+// each one that is not found; empty entries (which had schema errors) are
+// skipped.
+func (c *compilation) resolveSkills(cand *candidate, trusted bool) (paths []string, diags []Diagnostic) {
+	e := cand.entry
+	for i, ref := range cand.config.Skills {
+		if ref == "" {
+			continue
+		}
+		p, found := profiles.ResolveSkill(ref, e.Dir, c.env, trusted)
+		if !found {
+			line, col := cand.result.Position(fmt.Sprintf("skills.%d", i))
+			hint := "install the skill in <agentDir>/skills or ~/.agents/skills, or use a path relative to the profile"
+			if profiles.IsNamedSkill(ref) && !trusted {
+				hint = "project skills are only searched when the project is trusted; " + hint
+			}
+			diags = append(diags, Diagnostic{Severity: Error, Code: "unknown-skill", File: e.ConfigPath, Line: line, Column: col, Subject: e.Name,
+				Message: fmt.Sprintf("Profile '%s' references unknown skill '%s'.", e.Name, ref), Hint: hint})
+			continue
+		}
+		paths = append(paths, p)
+	}
+	return paths, diags
+}
+
+// skillDiags reports the unknown skills of a profile that is invalid for
+// other reasons, so all of its problems show in one run.
+func (c *compilation) skillDiags(cand *candidate, trusted bool) []Diagnostic {
+	_, ds := c.resolveSkills(cand, trusted)
+	return ds
 }
 
 func (c *compilation) mainSections(trusted bool) []MainSection {

@@ -34,6 +34,57 @@ var roleKeys = []string{
 // fork: one unindented, unquoted declaration, or the role is unavailable.
 var capabilityKeys = []string{"tools", "deny-tools", "spawning", "persistent"}
 
+// roleEnums are the enum keys whose unsupported values pi-herdr-agents
+// drops silently, loading the role without the field.
+var roleEnums = map[string][]string{
+	"thinking":      {"off", "minimal", "low", "medium", "high", "xhigh", "max"},
+	"system-prompt": {"append", "replace"},
+	"session-mode":  {"standalone", "lineage-only", "fork"},
+}
+
+// roleLooseBools are the boolean keys pi-herdr-agents reads as "exactly
+// true" (disable-model-invocation: true in any case) and false otherwise.
+// spawning and persistent are not here: pi-herdr-agents' capability rule
+// makes any other value invalid.
+var roleLooseBools = map[string]func(line string) bool{
+	"auto-exit":                func(l string) bool { return l == "true" },
+	"interactive":              func(l string) bool { return l == "true" },
+	"disable-model-invocation": func(l string) bool { return strings.EqualFold(l, "true") },
+}
+
+// lenientValue says what pi-herdr-agents makes of a key whose YAML value
+// facets cannot use, judged by its line reading: drop=true means the role
+// loads without the field; otherwise value is the boolean it reads. ok is
+// false when pi-herdr-agents would not accept the role either way (or would
+// read a usable value YAML does not see), so the finding stays an error.
+func lenientValue(yaml []byte, key string) (value any, drop, ok bool) {
+	line, n, lineOK := profiles.FrontmatterLine(yaml, key)
+	if n > 0 && !lineOK && !slices.Contains(capabilityKeys, key) {
+		return nil, true, true // an empty value counts as absent
+	}
+	if !lineOK {
+		return nil, false, false
+	}
+	if enum, isEnum := roleEnums[key]; isEnum {
+		return nil, true, !slices.Contains(enum, line)
+	}
+	if read, isBool := roleLooseBools[key]; isBool {
+		return read(line), false, true
+	}
+	return nil, false, false
+}
+
+// lenientDiag is the warning for a value facets, like pi-herdr-agents,
+// ignores or reads as false instead of rejecting the whole role.
+func lenientDiag(path string, line, col int, key, why, hint string, value any, drop bool) Diagnostic {
+	what := fmt.Sprintf("pi-herdr-agents ignores it, so the role is loaded without %s", key)
+	if !drop {
+		what = fmt.Sprintf("pi-herdr-agents reads it as %v, so the role is loaded with %s: %v", value, key, value)
+	}
+	return Diagnostic{Severity: Warning, Code: "ignored-role-value", File: path, Line: line, Column: col,
+		Message: why + "; " + what, Hint: hint}
+}
+
 // roleDef is one role file after parsing and validation.
 type roleDef struct {
 	file profiles.RoleFile
@@ -156,7 +207,7 @@ func (p *roleParser) parseFile(f profiles.RoleFile) (roleDef, []Diagnostic) {
 		return def, diags
 	}
 
-	fields, fieldDiags, badFields := p.fields(f.Path, yaml, start)
+	fields, fieldDiags, badFields, lenient := p.fields(f.Path, yaml, start)
 	if pack {
 		def.name = f.Stem // the stem is canonical for packs
 	} else if n, ok := fields["name"].(string); ok {
@@ -165,7 +216,7 @@ func (p *roleParser) parseFile(f profiles.RoleFile) (roleDef, []Diagnostic) {
 	diags = append(diags, fieldDiags...)
 	valid := encodingOK && !HasErrors(fieldDiags)
 	if fields != nil {
-		ds := lineReadingDiags(f.Path, def.name, yaml, start, fields)
+		ds := lineReadingDiags(f.Path, def.name, yaml, start, fields, lenient)
 		valid = valid && !HasErrors(ds)
 		diags = append(diags, ds...)
 	}
@@ -205,12 +256,16 @@ func (p *roleParser) parseFile(f profiles.RoleFile) (roleDef, []Diagnostic) {
 // fields validates the frontmatter against #Role and, when it has no
 // errors, decodes it; bad names the top-level keys with errors. Unknown
 // keys are warnings (pi-herdr-agents ignores them), so a document whose
-// only findings are unknown keys is decoded too.
-func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[string]any, diags []Diagnostic, bad map[string]bool) {
-	bad = map[string]bool{}
+// only findings are unknown keys is decoded too. So are values
+// pi-herdr-agents drops or reads as false (lenientValue): the role keeps
+// working there, so here it loads with the same reading and a warning;
+// lenient names those keys.
+func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[string]any, diags []Diagnostic, bad, lenient map[string]bool) {
+	bad, lenient = map[string]bool{}, map[string]bool{}
 	if blankYAML(yaml) {
-		return map[string]any{}, nil, bad // an empty block is an empty mapping
+		return map[string]any{}, nil, bad, lenient // an empty block is an empty mapping
 	}
+	adjust := map[string]any{} // key -> the value pi-herdr-agents reads; nil drops the key
 	res := p.schema.ValidateFrontmatter(cue.Role, path, yaml, start)
 	dup := map[string]bool{}
 	for _, fd := range res.Findings {
@@ -223,23 +278,31 @@ func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[str
 			continue // the duplicate-key finding explains it; the unified value would mislead
 		}
 		sev := Error
+		top, _, _ := strings.Cut(fd.Field, ".")
+		if fd.Code == cue.CodeInvalidValue && !dup[top] {
+			if v, drop, ok := lenientValue(yaml, top); ok {
+				lenient[top] = true
+				adjust[top] = v
+				diags = append(diags, lenientDiag(fd.File, fd.Line, fd.Column, top, fd.Message, fd.Hint, v, drop))
+				continue
+			}
+		}
 		if fd.Code == cue.CodeUnknownField {
 			sev = Warning
 		} else {
-			top, _, _ := strings.Cut(fd.Field, ".")
 			bad[top] = true
 		}
 		diags = append(diags, Diagnostic{Severity: sev, Code: fd.Code, File: fd.File, Line: fd.Line, Column: fd.Column,
 			Message: fd.Message, Hint: fd.Hint})
 	}
 	if HasErrors(diags) {
-		return nil, diags, bad
+		return nil, diags, bad, lenient
 	}
 	if !res.OK() && len(res.Findings) == 0 {
 		// The schema rejected the document without saying where.
 		diags = append(diags, Diagnostic{Severity: Error, Code: cue.CodeInvalidValue, File: path, Line: start, Column: 1,
 			Message: "frontmatter does not satisfy the role schema", Hint: "run facets schema --cue to see the allowed values"})
-		return nil, diags, bad
+		return nil, diags, bad, lenient
 	}
 	var m map[string]any
 	if err := res.Decode(&m); err != nil {
@@ -247,9 +310,16 @@ func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[str
 		// trusted, so a decoder disagreement cannot pass silently.
 		diags = append(diags, Diagnostic{Severity: Error, Code: cue.CodeSyntax, File: path, Line: start, Column: 1,
 			Message: fmt.Sprintf("cannot decode frontmatter: %v", err), Hint: "simplify the frontmatter to key: value lines"})
-		return nil, diags, bad
+		return nil, diags, bad, lenient
 	}
-	return m, diags, bad
+	for k, v := range adjust {
+		if v == nil {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+	}
+	return m, diags, bad, lenient
 }
 
 // blankYAML reports whether yaml has only blank and comment lines.
@@ -267,9 +337,17 @@ func blankYAML(yaml []byte) bool {
 // trimmed, quotes and comments kept). Where they differ, a role would
 // behave differently under pi-herdr-agents than the manifest says: an
 // error, except for description, which is only displayed.
-func lineReadingDiags(path, name string, yaml []byte, start int, fields map[string]any) []Diagnostic {
+//
+// Where YAML reads a usable value but pi-herdr-agents drops the line or
+// reads false (thinking: high # note, auto-exit: True), fields takes
+// pi-herdr-agents' reading and the difference is a warning; lenient keys
+// were settled that way already.
+func lineReadingDiags(path, name string, yaml []byte, start int, fields map[string]any, lenient map[string]bool) []Diagnostic {
 	var diags []Diagnostic
 	for _, key := range roleKeys {
+		if lenient[key] {
+			continue
+		}
 		capability := slices.Contains(capabilityKeys, key)
 		code, sev := "frontmatter-divergence", Error
 		if capability {
@@ -319,8 +397,22 @@ func lineReadingDiags(path, name string, yaml []byte, start int, fields map[stri
 			bad(line, fmt.Sprintf("pi-herdr-agents reads %q but YAML does not see the key", lineVal),
 				"close quotes and flow collections on the line where they start")
 		default:
-			bad(line, fmt.Sprintf("pi-herdr-agents reads %q but YAML reads %q", lineVal, want),
-				"write the value plain on one line: no quotes, block scalars or # comments")
+			why := fmt.Sprintf("Role %q: pi-herdr-agents reads %s as %q but YAML reads %q", name, key, lineVal, want)
+			hint := "write the value plain on one line: no quotes, block scalars or # comments"
+			if v, drop, ok := lenientValue(yaml, key); ok {
+				if drop {
+					delete(fields, key)
+					hint = "write one supported value plain on the line: no quotes or # comments"
+				} else {
+					fields[key] = v
+					hint = "write exactly true or false"
+				}
+				d := lenientDiag(path, start+line-1, 1, key, why, hint, v, drop)
+				d.Subject = name
+				diags = append(diags, d)
+				continue
+			}
+			bad(line, fmt.Sprintf("pi-herdr-agents reads %q but YAML reads %q", lineVal, want), hint)
 		}
 	}
 	return diags

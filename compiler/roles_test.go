@@ -220,6 +220,8 @@ func TestRoleFields(t *testing.T) {
 				SessionMode: "fork", DisableModelInvocation: true}},
 		{"strings", "---\ndescription: Reviews code\nmodel: anthropic/claude-sonnet-4\ncwd: work\n---\n",
 			Role{Description: "Reviews code", Model: "anthropic/claude-sonnet-4", Cwd: "work"}},
+		{"dropped and read-as-false values", "---\nthinking: huge\nsession-mode: detached\nauto-exit: True\ninteractive: yes\ndisable-model-invocation: TRUE\n---\n",
+			Role{AutoExit: &no, Interactive: &no, DisableModelInvocation: true}},
 		{"empty block is an empty mapping", "---\n\n---\n\n\nHello\n\n", Role{Body: "Hello"}},
 		{"closing marker with trailing text still closes", "---\ntools: read\n----\nBody\n", Role{Tools: []string{"read"}, Body: "-\nBody"}},
 		{"comment-only block", "---\n# nothing yet\n---\nB", Role{Body: "B"}},
@@ -268,12 +270,25 @@ func TestRoleFileRules(t *testing.T) {
 		{"cli is rejected", global, "r", "---\nname: n\ncli: claude\n---\n", "n", false, []string{"error:external-cli-unsupported"}},
 		{"empty cli is not a cli", global, "r", "---\ncli:\n---\n", "r", true, []string{"warning:unknown-field"}},
 		{"pack cli is rejected", pack, "r", "---\ncli: claude\ndescription: d\n---\n", "r", false, []string{"error:external-cli-unsupported"}},
-		{"bad enum", global, "r", "---\nthinking: huge\n---\n", "r", false, []string{"error:invalid-value"}},
-		{"bad enum under a hyphenated key", global, "r", "---\nsystem-prompt: prepend\n---\n", "r", false, []string{"error:invalid-value"}},
-		{"string for a hyphenated bool", global, "r", "---\nauto-exit: \"true\"\nextra: 1\n---\n", "r", false,
-			[]string{"error:invalid-value", "warning:unknown-field"}},
+		// pi-herdr-agents drops an unsupported thinking, system-prompt or
+		// session-mode value and keeps the role: so does facets, with a warning.
+		{"bad enum is dropped", global, "r", "---\nthinking: huge\n---\n", "r", true, []string{"warning:ignored-role-value"}},
+		{"bad enum under a hyphenated key", global, "r", "---\nsystem-prompt: prepend\n---\n", "r", true, []string{"warning:ignored-role-value"}},
+		{"bad session-mode", pack, "r", "---\ndescription: d\nsession-mode: detached\n---\n", "r", true, []string{"warning:ignored-role-value"}},
+		{"enum with a comment is dropped", global, "r", "---\nthinking: high # deep\n---\n", "r", true, []string{"warning:ignored-role-value"}},
+		{"duplicate enum stays an error", global, "r", "---\nthinking: high\nthinking: low\n---\n", "r", false, []string{"error:duplicate-key"}},
+		{"empty value counts as absent", global, "r", "---\ndescription:\nthinking:\n---\n", "r", true,
+			[]string{"warning:ignored-role-value", "warning:ignored-role-value"}},
+		{"empty tools stays an error", global, "r", "---\ntools:\n---\n", "r", false, []string{"error:invalid-value"}},
+		// auto-exit, interactive: anything but exactly true reads as false.
+		{"string for a hyphenated bool", global, "r", "---\nauto-exit: \"true\"\nextra: 1\n---\n", "r", true,
+			[]string{"warning:ignored-role-value", "warning:unknown-field"}},
+		{"yes is false for interactive", global, "r", "---\ninteractive: yes\n---\n", "r", true, []string{"warning:ignored-role-value"}},
+		{"capitalised bool", global, "r", "---\nauto-exit: True\n---\n", "r", true, []string{"warning:ignored-role-value"}},
+		// spawning and persistent follow the fork's strict capability rule.
 		{"non-bool", global, "r", "---\nspawning: yes\n---\n", "r", false, []string{"error:invalid-value"}},
-		{"capitalised bool", global, "r", "---\nauto-exit: True\n---\n", "r", false, []string{"error:frontmatter-divergence"}},
+		{"non-bool persistent", global, "r", "---\npersistent: maybe\n---\n", "r", false, []string{"error:invalid-value"}},
+		{"bad model stays an error", global, "r", "---\nmodel: sonnet\n---\n", "r", false, []string{"error:invalid-value"}},
 		{"disable-model-invocation is case-insensitive", global, "r", "---\ndisable-model-invocation: True\n---\n", "r", true, nil},
 		{"yaml list for tools", global, "r", "---\ntools: [read, bash]\n---\n", "r", false, []string{"error:invalid-value"}},
 		{"quoted tools", global, "r", "---\ntools: \"read, bash\"\n---\n", "r", false, []string{"error:invalid-capability-declaration"}},
@@ -325,12 +340,12 @@ func TestRoleFileRules(t *testing.T) {
 func TestRolePositions(t *testing.T) {
 	schema := loadSchema(t)
 	_, diags := parseOne(t, schema, profiles.LayerGlobal, "r",
-		"---\ndescription: ok\nthinking: huge\nbogus: 1\n---\nBody\n")
+		"---\ndescription: ok\nmodel: nope\nbogus: 1\n---\nBody\n")
 	got := map[string][2]int{}
 	for _, d := range diags {
 		got[d.Code] = [2]int{d.Line, d.Column}
 	}
-	want := map[string][2]int{"invalid-value": {3, 11}, "unknown-field": {4, 1}}
+	want := map[string][2]int{"invalid-value": {3, 8}, "unknown-field": {4, 1}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("positions mismatch (-want +got):\n%s", diff)
 	}

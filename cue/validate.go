@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	cuelang "cuelang.org/go/cue"
@@ -77,6 +78,9 @@ func (s *Schema) ValidateJSON(d Definition, file string, src []byte) (res *Resul
 	if f, ok := checkUTF8(file, src, 1); !ok {
 		return &Result{Findings: []Finding{f}}
 	}
+	// Pi strips a UTF-8 byte order mark before it parses its own JSON
+	// files; so does facets, and positions stay those an editor shows.
+	src = bytes.TrimPrefix(src, []byte("\uFEFF"))
 	defer recoverFinding(file, &res)
 	expr, err := cuejson.Extract(file, src)
 	if err != nil {
@@ -230,15 +234,24 @@ func (s *Schema) validate(d Definition, file string, lit *ast.StructLit, data cu
 			continue
 		}
 		key := strings.Join(path, ".")
-		if seen[top] {
-			continue // one finding per field: disjunction arms and repeated bounds add nothing
+		msg, hint := meta.text(top)
+		// A bad list entry is reported at the entry, once per entry, with
+		// what each entry must be; other errors once per field.
+		one := top
+		if elem := meta.elem(top); elem != "" && len(path) > 1 {
+			if _, err := strconv.Atoi(path[1]); err == nil {
+				one = top + "." + path[1]
+				msg = fmt.Sprintf("%s[%s] %s", top, path[1], elem)
+			}
 		}
-		seen[top] = true
+		if seen[one] {
+			continue // disjunction arms and repeated bounds add nothing
+		}
+		seen[one] = true
 		line, col := dataPos(e, file)
 		if line == 0 {
-			line, col = posOf(fieldPos[top])
+			line, col = posOf(fieldPos[one])
 		}
-		msg, hint := meta.text(top)
 		if msg == "" {
 			msg = fmt.Sprintf("%s: %s", key, e.Error())
 		}
@@ -248,11 +261,46 @@ func (s *Schema) validate(d Definition, file string, lit *ast.StructLit, data cu
 		res.Findings = append(res.Findings, Finding{File: file, Line: line, Column: col, Field: key,
 			Code: CodeInvalidValue, Message: msg, Hint: hint})
 	}
+	res.Findings = append(res.Findings, s.entryFindings(d, file, lit, data, present, fieldPos, seen)...)
 	sortFindings(res.Findings)
 	res.doc = data
 	res.ok = err == nil
 	res.pos = fieldPos
 	return res
+}
+
+// entryFindings checks every entry of the list fields that have an elem=
+// text, because CUE reports only the first bad entry of a list; seen holds
+// the entries already reported.
+func (s *Schema) entryFindings(d Definition, file string, lit *ast.StructLit, data cuelang.Value, present map[string]bool, fieldPos map[string]token.Pos, seen map[string]bool) []Finding {
+	meta := s.meta(d)
+	var out []Finding
+	for _, name := range meta.names {
+		elem := meta.elem(name)
+		if elem == "" || !present[name] {
+			continue
+		}
+		want := meta.elemVals[name]
+		it, err := data.LookupPath(cuelang.MakePath(cuelang.Str(name))).List()
+		if !want.Exists() || err != nil {
+			continue
+		}
+		_, hint := meta.text(name)
+		for i := 0; it.Next(); i++ {
+			key := name + "." + strconv.Itoa(i)
+			if seen[key] || want.Unify(it.Value()).Validate(cuelang.Concrete(true)) == nil {
+				continue
+			}
+			seen[key] = true
+			line, col := posOf(fieldPos[key])
+			msg := fmt.Sprintf("%s[%d] %s", name, i, elem)
+			if got := describeValue(lit, []string{name, strconv.Itoa(i)}); got != "" {
+				msg += " (got " + got + ")"
+			}
+			out = append(out, Finding{File: file, Line: line, Column: col, Field: key, Code: CodeInvalidValue, Message: msg, Hint: hint})
+		}
+	}
+	return out
 }
 
 func isUnknown(fs []Finding, field string) bool {
@@ -357,6 +405,14 @@ func jsonSyntaxFinding(file string, src []byte, err error) Finding {
 		}
 		f.Line, f.Column = line, col
 		f.Message = "invalid JSON: " + se.Error()
+		if at := int(se.Offset) - 1; at > 0 && at < len(src) && (src[at] == '}' || src[at] == ']') {
+			if comma := bytes.LastIndexFunc(src[:at], func(r rune) bool { return !unicode.IsSpace(r) }); comma >= 0 && src[comma] == ',' {
+				f.Line = 1 + bytes.Count(src[:comma], []byte("\n"))
+				f.Column = 1 + utf8.RuneCount(src[bytes.LastIndexByte(src[:comma], '\n')+1:comma])
+				f.Message = fmt.Sprintf("invalid JSON: trailing comma before '%c'", src[at])
+				f.Hint = "remove the comma: JSON allows none after the last entry"
+			}
+		}
 	}
 	return f
 }
@@ -390,7 +446,13 @@ type defMeta struct {
 	names    []string
 	required []string
 	msgs     map[string][2]string
+	elems    map[string]string
+	elemVals map[string]cuelang.Value // what one entry of an elem= list must satisfy
 }
+
+// elem is what each entry of a list field must be (the elem= part of its
+// @facets attribute), or "" for other fields.
+func (m *defMeta) elem(field string) string { return m.elems[field] }
 
 func (m *defMeta) text(field string) (msg, hint string) {
 	t := m.msgs[field]
@@ -401,7 +463,7 @@ func (s *Schema) meta(d Definition) *defMeta {
 	if m := s.metas[d]; m != nil {
 		return m
 	}
-	m := &defMeta{msgs: map[string][2]string{}}
+	m := &defMeta{msgs: map[string][2]string{}, elems: map[string]string{}, elemVals: map[string]cuelang.Value{}}
 	if it, err := s.def(d).Fields(cuelang.Optional(true)); err == nil {
 		for it.Next() {
 			name := it.Selector().Unquoted()
@@ -410,6 +472,12 @@ func (s *Schema) meta(d Definition) *defMeta {
 				m.required = append(m.required, name)
 			}
 			m.msgs[name] = attrText(it.Value())
+			if a := it.Value().Attribute("facets"); a.Err() == nil {
+				if elem, ok, _ := a.Lookup(0, "elem"); ok {
+					m.elems[name] = elem
+					m.elemVals[name] = it.Value().LookupPath(cuelang.MakePath(cuelang.AnyIndex))
+				}
+			}
 		}
 	}
 	if s.metas == nil {
@@ -463,6 +531,9 @@ func describeValue(lit *ast.StructLit, path []string) string {
 	case *ast.BasicLit:
 		v := x.Value
 		if len(v) > 40 {
+			if u, err := strconv.Unquote(v); err == nil {
+				return fmt.Sprintf("%d characters: %s...", utf8.RuneCountInString(u), v[:37])
+			}
 			v = v[:37] + "..."
 		}
 		return v

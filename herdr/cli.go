@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Errors a caller may want to tell apart; every one is wrapped with context.
@@ -140,6 +141,9 @@ func hasCode(err error, code string) bool {
 func (c *CLI) Check(ctx context.Context) error {
 	limit := c.timeout(func(t Timeouts) time.Duration { return t.Check })
 	res, err := c.run(ctx, "--version", limit, []string{"--version"})
+	if errors.Is(err, ErrNotInstalled) {
+		return fmt.Errorf("%w; Facets runs Subs in Herdr %s or newer: get it from https://herdr.dev and start Pi inside a Herdr pane", err, MinVersion)
+	}
 	if err != nil {
 		return fmt.Errorf("facets requires Herdr %s or newer: %w", MinVersion, err)
 	}
@@ -148,7 +152,7 @@ func (c *CLI) Check(ctx context.Context) error {
 		return fmt.Errorf("herdr --version: %w", err)
 	}
 	if v.Less(MinVersion) {
-		return fmt.Errorf("%w: found %s, Facets requires %s or newer", ErrTooOld, v, MinVersion)
+		return fmt.Errorf("%w: found %s, Facets requires %s or newer because %s", ErrTooOld, v, MinVersion, minVersionReason)
 	}
 	if c.getenv("HERDR_ENV") != "1" || c.getenv("HERDR_WORKSPACE_ID") == "" {
 		return ErrNotInHerdr
@@ -179,7 +183,7 @@ func (c *CLI) Check(ctx context.Context) error {
 	}
 	if st.Version != nil {
 		if sv, err := parseVersion(*st.Version); err == nil && sv.Less(MinVersion) {
-			return fmt.Errorf("%w: the running server is %s, Facets requires %s or newer", ErrTooOld, sv, MinVersion)
+			return fmt.Errorf("%w: the running server is %s, Facets requires %s or newer because %s", ErrTooOld, sv, MinVersion, minVersionReason)
 		}
 	}
 	return nil
@@ -229,19 +233,20 @@ func (c *CLI) CreateTab(ctx context.Context, spec TabSpec) (Handle, error) {
 			ID    string `json:"id"`
 		} `json:"tab"`
 		RootPane *struct {
-			PaneID string `json:"pane_id"`
+			PaneID     string `json:"pane_id"`
+			TerminalID string `json:"terminal_id"`
 		} `json:"root_pane"`
 		Pane *struct {
 			PaneID string `json:"pane_id"`
 		} `json:"pane"`
 	}
 	parseErr := decodeResult(res.Stdout, &created)
-	var h Handle
+	h := Handle{Socket: c.getenv("HERDR_SOCKET_PATH"), Session: c.getenv("HERDR_SESSION")}
 	if parseErr == nil && created.Tab != nil {
 		h.TabID = cmp.Or(created.Tab.TabID, created.Tab.ID)
 	}
 	if parseErr == nil && created.RootPane != nil {
-		h.PaneID = created.RootPane.PaneID
+		h.PaneID, h.TerminalID = created.RootPane.PaneID, created.RootPane.TerminalID
 	}
 	if h.PaneID == "" && parseErr == nil && created.Pane != nil {
 		h.PaneID = created.Pane.PaneID
@@ -375,90 +380,245 @@ func decodeResult(stdout []byte, v any) error {
 	return nil
 }
 
+// Herdr's limits on metadata tokens (src/app/api_helpers.rs): keys are
+// [A-Za-z0-9_-]{1,32}, one report sets at most 16, and a value is trimmed,
+// stripped of control characters and cut to 80 characters. An empty value
+// clears the token instead of setting it.
+const (
+	maxTokensPerReport = 16
+	maxTokenKeyLen     = 32
+	maxTokenValueChars = 80
+)
+
+// Token is one pane metadata token.
+type Token struct{ Key, Value string }
+
+// Tokens are the facets_* tokens of m, in a fixed order. Empty values are
+// left out: Herdr would read them as "clear this token".
+func (m Metadata) Tokens() []Token {
+	all := []Token{
+		{"facets_role", "sub"},
+		{"facets_main_session", m.MainSession},
+		{"facets_run_id", m.RunID},
+		{"facets_profile", m.Profile},
+	}
+	out := all[:0]
+	for _, t := range all {
+		if t.Value != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// checkTokens refuses what Herdr would reject or silently change, so a
+// token the plugin or an ownership check relies on is stored exactly.
+func checkTokens(tokens []Token) error {
+	if len(tokens) > maxTokensPerReport {
+		return fmt.Errorf("%d metadata tokens; Herdr accepts at most %d per report", len(tokens), maxTokensPerReport)
+	}
+	for _, t := range tokens {
+		if !validTokenKey(t.Key) {
+			return fmt.Errorf("metadata token key %q: Herdr allows 1-%d ASCII letters, digits, '_' and '-'", t.Key, maxTokenKeyLen)
+		}
+		if t.Value == "" {
+			return fmt.Errorf("metadata token %s is empty; Herdr would clear it instead of setting it", t.Key)
+		}
+		if n := utf8.RuneCountInString(t.Value); n > maxTokenValueChars {
+			return fmt.Errorf("metadata token %s is %d characters; Herdr keeps only the first %d", t.Key, n, maxTokenValueChars)
+		}
+		if strings.TrimSpace(t.Value) != t.Value || strings.IndexFunc(t.Value, unicode.IsControl) >= 0 {
+			return fmt.Errorf("metadata token %s has surrounding blanks or control characters, which Herdr would strip", t.Key)
+		}
+	}
+	return nil
+}
+
+func validTokenKey(k string) bool {
+	if k == "" || len(k) > maxTokenKeyLen {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // ReportMetadata runs `herdr pane report-metadata` with the facets_* tokens
-// the visibility plugin filters on.
+// the visibility plugin filters on and Owned checks.
 func (c *CLI) ReportMetadata(ctx context.Context, h Handle, m Metadata) error {
 	const command = "pane report-metadata"
 	if h.PaneID == "" {
 		return fmt.Errorf("herdr %s: no pane", command)
 	}
-	args := []string{"pane", "report-metadata", h.PaneID, "--source", "facets",
-		"--token", "facets_role=sub",
-		"--token", "facets_main_session=" + m.MainSession,
-		"--token", "facets_run_id=" + m.RunID,
-		"--token", "facets_profile=" + m.Profile,
+	tokens := m.Tokens()
+	if err := checkTokens(tokens); err != nil {
+		return fmt.Errorf("herdr %s: %w", command, err)
+	}
+	args := []string{"pane", "report-metadata", h.PaneID, "--source", "facets"}
+	for _, t := range tokens {
+		args = append(args, "--token", t.Key+"="+t.Value)
 	}
 	_, err := c.run(ctx, command, c.timeout(func(t Timeouts) time.Duration { return t.Mark }), args)
 	return err
 }
 
-// Prompt runs `herdr agent prompt NAME TEXT`, which submits the text so
-// Herdr observes the agent's turn to working.
-func (c *CLI) Prompt(ctx context.Context, h Handle, text string) error {
+// MaxPromptBytes bounds what Prompt puts on herdr's command line, which
+// every local user can read in the process table and which Linux caps at
+// 128 KiB per argument. Tasks travel in the Sub's channel instead.
+const MaxPromptBytes = 4096
+
+// Prompt runs `herdr agent prompt NAME TEXT`. Herdr types the text, answers
+// with the agent's state at that moment and presses Enter 300 ms later, so
+// the state returned is the one before the prompt was taken up.
+func (c *CLI) Prompt(ctx context.Context, h Handle, text string) (AgentState, error) {
 	const command = "agent prompt"
 	if h.Agent == "" {
-		return fmt.Errorf("herdr %s: no agent", command)
+		return AgentState{Status: StatusUnknown}, fmt.Errorf("herdr %s: no agent", command)
 	}
 	if strings.TrimSpace(text) == "" {
-		return fmt.Errorf("herdr %s: empty prompt", command)
+		return AgentState{Status: StatusUnknown}, fmt.Errorf("herdr %s: empty prompt", command)
+	}
+	if len(text) > MaxPromptBytes {
+		return AgentState{Status: StatusUnknown}, fmt.Errorf("herdr %s: %w: a prompt of %d bytes (at most %d; pass long text through the channel)", command, ErrSecretOnArgv, len(text), MaxPromptBytes)
 	}
 	res, err := c.run(ctx, command, c.timeout(func(t Timeouts) time.Duration { return t.Prompt }),
 		[]string{"agent", "prompt", h.Agent, text})
 	if err != nil {
-		return err
+		return AgentState{Status: StatusUnknown}, err
 	}
 	var prompted struct {
-		Type string `json:"type"`
+		Type  string     `json:"type"`
+		Agent *agentInfo `json:"agent"`
 	}
 	if err := decodeResult(res.Stdout, &prompted); err != nil {
-		return fmt.Errorf("herdr %s: %w", command, err)
+		return AgentState{Status: StatusUnknown}, fmt.Errorf("herdr %s: %w", command, err)
 	}
-	if prompted.Type != "agent_prompted" {
-		return fmt.Errorf("herdr %s: unexpected response %q", command, excerpt(res.Stdout))
+	if prompted.Type != "agent_prompted" || prompted.Agent == nil {
+		return AgentState{Status: StatusUnknown}, fmt.Errorf("herdr %s: unexpected response %q", command, excerpt(res.Stdout))
 	}
-	return nil
+	st, _ := mapStatus(prompted.Agent.AgentStatus)
+	return AgentState{Status: st, Seq: prompted.Agent.StateChangeSeq}, nil
 }
 
-// Status runs `herdr agent get PANE`. The answer counts only if it is about
-// the same pane (and tab, when known); Herdr's "done" is idle.
+// agentInfo is the part of Herdr's AgentInfo the adapter reads.
+type agentInfo struct {
+	PaneID         string `json:"pane_id"`
+	TabID          string `json:"tab_id"`
+	AgentStatus    string `json:"agent_status"`
+	StateChangeSeq int64  `json:"state_change_seq"`
+}
+
+// mapStatus turns Herdr's agent_status into a Status; "done" is idle in a
+// tab nobody has looked at yet.
+func mapStatus(s string) (Status, bool) {
+	switch s {
+	case "working":
+		return StatusWorking, true
+	case "blocked":
+		return StatusBlocked, true
+	case "idle", "done":
+		return StatusIdle, true
+	default:
+		return StatusUnknown, false
+	}
+}
+
+// Status runs `herdr agent get PANE`; see State.
 func (c *CLI) Status(ctx context.Context, h Handle) (Status, error) {
+	st, err := c.State(ctx, h)
+	return st.Status, err
+}
+
+// State runs `herdr agent get PANE`. The answer counts only if it is about
+// the same pane (and tab, when known); Herdr's "done" is idle.
+func (c *CLI) State(ctx context.Context, h Handle) (AgentState, error) {
 	const command = "agent get"
+	unknown := AgentState{Status: StatusUnknown}
 	if h.PaneID == "" {
-		return StatusUnknown, fmt.Errorf("herdr %s: no pane", command)
+		return unknown, fmt.Errorf("herdr %s: no pane", command)
 	}
 	res, err := c.run(ctx, command, c.timeout(func(t Timeouts) time.Duration { return t.Status }),
 		[]string{"agent", "get", h.PaneID})
 	if err != nil {
-		return StatusUnknown, err
+		return unknown, err
 	}
 	var info struct {
-		Agent *struct {
-			PaneID      string `json:"pane_id"`
-			TabID       string `json:"tab_id"`
-			AgentStatus string `json:"agent_status"`
-		} `json:"agent"`
+		Agent *agentInfo `json:"agent"`
 	}
 	if err := decodeResult(res.Stdout, &info); err != nil {
-		return StatusUnknown, fmt.Errorf("herdr %s: %w", command, err)
+		return unknown, fmt.Errorf("herdr %s: %w", command, err)
 	}
 	switch {
 	case info.Agent == nil:
-		return StatusUnknown, fmt.Errorf("herdr %s: response has no agent: %q", command, excerpt(res.Stdout))
+		return unknown, fmt.Errorf("herdr %s: response has no agent: %q", command, excerpt(res.Stdout))
 	case info.Agent.PaneID != h.PaneID:
-		return StatusUnknown, fmt.Errorf("herdr %s: answered for pane %q, not %s", command, info.Agent.PaneID, h.PaneID)
+		return unknown, fmt.Errorf("herdr %s: answered for pane %q, not %s", command, info.Agent.PaneID, h.PaneID)
 	case h.TabID != "" && info.Agent.TabID != h.TabID:
-		return StatusUnknown, fmt.Errorf("herdr %s: pane %s is in tab %q, not %s", command, h.PaneID, info.Agent.TabID, h.TabID)
+		return unknown, fmt.Errorf("herdr %s: pane %s is in tab %q, not %s", command, h.PaneID, info.Agent.TabID, h.TabID)
 	}
-	switch s := info.Agent.AgentStatus; s {
-	case "working":
-		return StatusWorking, nil
-	case "blocked":
-		return StatusBlocked, nil
-	case "idle", "done":
-		return StatusIdle, nil
-	default:
-		return StatusUnknown, fmt.Errorf("herdr %s: agent status %q", command, s)
+	st, ok := mapStatus(info.Agent.AgentStatus)
+	if !ok {
+		return unknown, fmt.Errorf("herdr %s: agent status %q", command, info.Agent.AgentStatus)
 	}
+	return AgentState{Status: st, Seq: info.Agent.StateChangeSeq}, nil
+}
+
+// Owned runs `herdr pane get PANE` and compares the answer with what the
+// launch recorded: same server and session, same tab, and the same
+// terminal (or, for a handle without one, our facets_run_id token).
+func (c *CLI) Owned(ctx context.Context, h Handle, runID string) (Existence, error) {
+	const command = "pane get"
+	if h.PaneID == "" || h.TabID == "" {
+		return TabUncertain, fmt.Errorf("herdr %s: the run has no recorded tab and pane", command)
+	}
+	// The socket names the server (a named session has its own socket).
+	// From outside any Herdr pane the server herdr would reach is a guess,
+	// so nothing is concluded; from another server the pane is not there.
+	if h.Socket != "" {
+		switch cur := c.getenv("HERDR_SOCKET_PATH"); {
+		case cur == "":
+			return TabUncertain, fmt.Errorf("herdr %s: tab %s belongs to the Herdr server at %s; run this from a pane of that server", command, h.TabID, h.Socket)
+		case cur != h.Socket:
+			return TabGone, nil
+		}
+	}
+	res, err := c.run(ctx, command, c.timeout(func(t Timeouts) time.Duration { return t.Exists }),
+		[]string{"pane", "get", h.PaneID})
+	if hasCode(err, "pane_not_found") {
+		return TabGone, nil
+	}
+	if err != nil {
+		return TabUncertain, err
+	}
+	var info struct {
+		Pane *struct {
+			PaneID     string            `json:"pane_id"`
+			TerminalID string            `json:"terminal_id"`
+			TabID      string            `json:"tab_id"`
+			Tokens     map[string]string `json:"tokens"`
+		} `json:"pane"`
+	}
+	if err := decodeResult(res.Stdout, &info); err != nil {
+		return TabUncertain, fmt.Errorf("herdr %s: %w", command, err)
+	}
+	p := info.Pane
+	switch {
+	case p == nil || p.PaneID != h.PaneID:
+		return TabUncertain, fmt.Errorf("herdr %s: response is not about pane %s: %q", command, h.PaneID, excerpt(res.Stdout))
+	case p.TabID != h.TabID:
+		return TabGone, nil
+	case h.TerminalID != "":
+		if p.TerminalID != h.TerminalID {
+			return TabGone, nil
+		}
+	case runID == "" || p.Tokens["facets_run_id"] != runID:
+		return TabGone, nil
+	}
+	return TabPresent, nil
 }
 
 // TabExists runs `herdr tab get TAB`: present when herdr describes that tab,

@@ -3,13 +3,17 @@ package herdr
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/facets-dev/facets/herdr/herdrtest"
 )
 
 // launched returns a fixture with one Sub already launched.
@@ -166,7 +170,7 @@ func TestCheck(t *testing.T) {
 	t.Run("missing binary", func(t *testing.T) {
 		f := newFixture(t, "PATH="+t.TempDir())
 		err := f.cli.Check(ctx)
-		if !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "requires Herdr") {
+		if !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "https://herdr.dev") {
 			t.Errorf("Check = %v, want ErrNotInstalled with guidance", err)
 		}
 		if _, err := Launch(ctx, f.cli, f.request()); !errors.Is(err, ErrNotInstalled) {
@@ -186,6 +190,8 @@ func TestCheck(t *testing.T) {
 		errIs   error
 	}{
 		"too old":            {control: fakeControl{Version: "0.7.4"}, errIs: ErrTooOld},
+		"0.8.1":              {control: fakeControl{Version: "0.8.1"}, errIs: ErrTooOld},
+		"0.7.5":              {control: fakeControl{Version: "0.7.5"}, errIs: ErrTooOld},
 		"far too old":        {control: fakeControl{Version: "0.3.0"}, errIs: ErrTooOld},
 		"unreadable version": {control: fakeControl{Version: "banana"}},
 		"version garbage":    {control: fakeControl{Malformed: map[string]string{"--version": "garbage"}}},
@@ -265,5 +271,204 @@ func TestFakeNeedsStateDir(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(fakeBinDir, "calls.jsonl")); err == nil {
 		t.Error("fake herdr wrote into its binary directory")
+	}
+}
+
+// TestCheckTooOldSaysWhichAndWhy: a Herdr before 0.8.2 has every command
+// Facets runs but can type a task into a startup dialog, so the refusal
+// must name the version needed and the reason.
+func TestCheckTooOldSaysWhichAndWhy(t *testing.T) {
+	f := newFixture(t)
+	f.SetControl(fakeControl{Version: "0.8.1"})
+	err := f.cli.Check(context.Background())
+	if !errors.Is(err, ErrTooOld) {
+		t.Fatalf("Check = %v, want ErrTooOld", err)
+	}
+	for _, want := range []string{"found 0.8.1", "requires 0.8.2 or newer", "startup dialog"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Check = %q, want it to say %q", err, want)
+		}
+	}
+}
+
+func TestBinaryPath(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	cases := []struct {
+		name, override string
+		env            map[string]string
+		want           string
+	}{
+		{"PATH by default", "", nil, "herdr"},
+		{"the pane's herdr", "", map[string]string{BinaryEnv: "/opt/herdr/bin/herdr"}, "/opt/herdr/bin/herdr"},
+		{"override wins", "/usr/local/bin/herdr-dev", map[string]string{BinaryEnv: "/opt/herdr/bin/herdr"}, "/usr/local/bin/herdr-dev"},
+		{"override without pane", "herdr-dev", nil, "herdr-dev"},
+	}
+	for _, tc := range cases {
+		if got := BinaryPath(tc.override, env(tc.env)); got != tc.want {
+			t.Errorf("%s: BinaryPath = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if got := BinaryPath("", nil); got != "herdr" {
+		t.Errorf("BinaryPath without env = %q", got)
+	}
+}
+
+// TestHerdrBinPathFindsHerdrOffPATH: inside a pane Herdr sets
+// HERDR_BIN_PATH to itself, which works when herdr is not on PATH.
+func TestHerdrBinPathFindsHerdrOffPATH(t *testing.T) {
+	f := newFixture(t, "PATH="+t.TempDir(), BinaryEnv+"="+filepath.Join(fakeBinDir, "herdr"))
+	f.cli.Runner = ExecRunner{Path: BinaryPath("", f.Getenv), Env: f.Env}
+	if err := f.cli.Check(context.Background()); err != nil {
+		t.Fatalf("Check with herdr only at $HERDR_BIN_PATH: %v", err)
+	}
+}
+
+func TestMetadataTokens(t *testing.T) {
+	m := Metadata{MainSession: "main-1", RunID: "run-1", Profile: "reviewer"}
+	want := []Token{{"facets_role", "sub"}, {"facets_main_session", "main-1"}, {"facets_run_id", "run-1"}, {"facets_profile", "reviewer"}}
+	if diff := cmp.Diff(want, m.Tokens()); diff != "" {
+		t.Errorf("Tokens (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]Token{{"facets_role", "sub"}, {"facets_run_id", "run-1"}}, Metadata{RunID: "run-1"}.Tokens()); diff != "" {
+		t.Errorf("empty values must be left out (-want +got):\n%s", diff)
+	}
+	many := make([]Token, 17)
+	for i := range many {
+		many[i] = Token{fmt.Sprintf("k%d", i), "v"}
+	}
+	bad := map[string][]Token{
+		"17 tokens":       many,
+		"key with a dot":  {{"facets.role", "sub"}},
+		"key too long":    {{strings.Repeat("k", 33), "v"}},
+		"empty key":       {{"", "v"}},
+		"empty value":     {{"k", ""}},
+		"81 characters":   {{"k", strings.Repeat("é", 81)}},
+		"padded value":    {{"k", " v"}},
+		"control in text": {{"k", "a\nb"}},
+	}
+	for name, tokens := range bad {
+		if err := checkTokens(tokens); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if err := checkTokens(append(many[:16:16], Token{})[:16]); err != nil {
+		t.Errorf("16 tokens refused: %v", err)
+	}
+	if err := checkTokens([]Token{{strings.Repeat("K", 32), strings.Repeat("é", 80)}}); err != nil {
+		t.Errorf("limits refused: %v", err)
+	}
+}
+
+// TestReportMetadataNeverSendsAnEmptyValue: Herdr reads an empty value as
+// "clear", and cuts values at 80 characters.
+func TestReportMetadataNeverSendsAnEmptyValue(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	h, err := f.cli.CreateTab(ctx, TabSpec{Cwd: "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.cli.ReportMetadata(ctx, h, Metadata{RunID: "run-1", Profile: "p"}); err != nil {
+		t.Fatalf("ReportMetadata: %v", err)
+	}
+	calls := f.Calls()
+	for _, a := range calls[len(calls)-1].Argv {
+		if strings.HasSuffix(a, "=") {
+			t.Errorf("empty token sent: %q", a)
+		}
+	}
+	if diff := cmp.Diff(map[string]string{"facets_role": "sub", "facets_run_id": "run-1", "facets_profile": "p"}, f.State().Panes[h.PaneID].Tokens); diff != "" {
+		t.Errorf("tokens (-want +got):\n%s", diff)
+	}
+	before := len(f.Calls())
+	err = f.cli.ReportMetadata(ctx, h, Metadata{RunID: "run-1", Profile: strings.Repeat("p", 81)})
+	if err == nil || !strings.Contains(err.Error(), "80") {
+		t.Errorf("81-character token: %v", err)
+	}
+	if len(f.Calls()) != before {
+		t.Error("an over-long token was sent to herdr")
+	}
+}
+
+// TestPromptAnswersBeforeEnter: herdr answers agent prompt before it
+// presses Enter, so the agent is still idle then; its state-change
+// sequence only advances once the prompt is taken up.
+func TestPromptAnswersBeforeEnter(t *testing.T) {
+	f := newFixture(t)
+	f.SetControl(fakeControl{PromptSubmitMS: herdrtest.Never()})
+	ctx := context.Background()
+	h, err := Launch(ctx, f.cli, f.request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.cli.State(ctx, h)
+	if err != nil || st.Status != StatusIdle {
+		t.Fatalf("State right after the prompt = %+v, %v; want idle", st, err)
+	}
+	if h.PromptSeq == nil || *h.PromptSeq != st.Seq {
+		t.Errorf("PromptSeq = %v, want the unchanged sequence %d", h.PromptSeq, st.Seq)
+	}
+	f.SetControl(fakeControl{PromptSubmitMS: new(int)})
+	if _, err := f.cli.Prompt(ctx, h, "again"); err != nil {
+		t.Fatal(err)
+	}
+	st2, err := f.cli.State(ctx, h)
+	if err != nil || st2.Status != StatusWorking || st2.Seq <= st.Seq {
+		t.Errorf("State after Enter = %+v, %v; want working with a later sequence than %d", st2, err, st.Seq)
+	}
+}
+
+func TestPromptRefusesLongText(t *testing.T) {
+	f := newFixture(t)
+	before := len(f.Calls())
+	_, err := f.cli.Prompt(context.Background(), Handle{Agent: "sub-x"}, strings.Repeat("x", MaxPromptBytes+1))
+	if !errors.Is(err, ErrSecretOnArgv) || len(f.Calls()) != before {
+		t.Errorf("Prompt of %d bytes = %v (%d calls)", MaxPromptBytes+1, err, len(f.Calls())-before)
+	}
+}
+
+// TestOwnedAfterServerRestart: a fresh server reuses w1:t2 for an
+// unrelated tab; the stored handle must not be taken for it.
+func TestOwnedAfterServerRestart(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	h, err := Launch(ctx, f.cli, f.request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex, err := f.cli.Owned(ctx, h, testRunID); ex != TabPresent || err != nil {
+		t.Fatalf("Owned after launch = %v, %v", ex, err)
+	}
+	noTerm := h
+	noTerm.TerminalID = ""
+	if ex, err := f.cli.Owned(ctx, noTerm, testRunID); ex != TabPresent || err != nil {
+		t.Errorf("Owned by run-id token = %v, %v", ex, err)
+	}
+	if ex, _ := f.cli.Owned(ctx, noTerm, "another-run"); ex != TabGone {
+		t.Errorf("Owned with another run's id = %v, want gone", ex)
+	}
+	other := h
+	other.Socket = "/elsewhere/herdr.sock"
+	if ex, _ := f.cli.Owned(ctx, other, testRunID); ex != TabGone {
+		t.Errorf("Owned on another server = %v, want gone", ex)
+	}
+	outside := &CLI{Runner: f.cli.Runner, Getenv: func(string) string { return "" }}
+	if ex, err := outside.Owned(ctx, h, testRunID); ex != TabUncertain || err == nil || !strings.Contains(err.Error(), h.Socket) {
+		t.Errorf("Owned from outside any Herdr pane = %v, %v; want uncertain naming the server", ex, err)
+	}
+
+	f.Restart()
+	if ex, _ := f.cli.Owned(ctx, h, testRunID); ex != TabGone {
+		t.Errorf("Owned after restart without the pane = %v, want gone", ex)
+	}
+	f.Run("tab", "create", "--workspace", "w1", "--cwd", "/", "--label", "user's tab", "--no-focus")
+	if ids := f.TabIDs(); !slices.Contains(ids, h.TabID) {
+		t.Fatalf("the restarted fake did not reuse %s: %v", h.TabID, ids)
+	}
+	if ex, err := f.cli.Owned(ctx, h, testRunID); ex != TabGone || err != nil {
+		t.Errorf("Owned of the unrelated tab at %s = %v, %v; want gone", h.TabID, ex, err)
+	}
+	if ex, err := f.cli.Owned(ctx, noTerm, testRunID); ex != TabGone || err != nil {
+		t.Errorf("Owned (token) of the unrelated tab = %v, %v; want gone", ex, err)
 	}
 }

@@ -98,10 +98,15 @@ func (v Version) Less(w Version) bool {
 	return v.Patch < w.Patch
 }
 
-// MinVersion is the oldest Herdr with everything Facets calls: tab create
-// --env (0.7.0), agent start --kind / agent prompt / agent.view.set and
-// plugin [[startup]] hooks (0.7.5).
-var MinVersion = Version{0, 7, 5}
+// MinVersion is the oldest Herdr Facets can launch Subs safely with. The
+// commands exist since 0.7.5, but before 0.8.2 agent start does not retry
+// agent_pane_busy while a new tab's shell starts, counts an agent blocked on
+// a startup dialog as ready, and agent prompt has no agent_blocked guard, so
+// a task could be typed into that dialog.
+var MinVersion = Version{0, 8, 2}
+
+// minVersionReason is said with every too-old error.
+const minVersionReason = "older releases can count a Pi blocked on a startup dialog as ready and type the task into that dialog, and do not retry agent start while a new tab's shell starts"
 
 // parseVersion reads "herdr 0.8.2" (as printed by herdr --version) or a bare
 // "0.8.2"; pre-release and build suffixes are ignored.

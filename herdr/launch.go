@@ -23,8 +23,10 @@ type LaunchRequest struct {
 	// Args are the pi arguments.
 	Args     []string
 	Metadata Metadata
-	// Task is the first prompt.
-	Task string
+	// Prompt is the first prompt: a short fixed text, at most
+	// MaxPromptBytes, since herdr takes it on its command line. The task
+	// itself must travel privately (the runtime puts it in the channel).
+	Prompt string
 }
 
 // CleanupError is a launch that failed after its tab existed and whose
@@ -43,8 +45,10 @@ func (e *CleanupError) Error() string {
 // Unwrap exposes both failures to errors.Is and errors.As.
 func (e *CleanupError) Unwrap() []error { return []error{e.Launch, e.Cleanup} }
 
-// Launch creates the tab, starts Pi in it, marks the pane as a Facets Sub
-// and submits the task. Once a tab exists, any failure or cancellation of
+// Launch creates the tab, marks its pane as a Facets Sub, starts Pi in it
+// and submits the first prompt. The pane is marked before Pi starts because
+// Herdr keeps metadata tokens on the terminal, not the agent: a Sub is then
+// never shown (or missed by the visibility filter) while it starts. Once a tab exists, any failure or cancellation of
 // ctx closes it again using a context that is not cancelled; when that close
 // fails too the error is a *CleanupError carrying the Handle. On success the
 // Handle names tab, pane and agent.
@@ -73,6 +77,7 @@ func Launch(ctx context.Context, s Surface, req LaunchRequest) (Handle, error) {
 	}
 	steps := []func() error{
 		func() error { return err },
+		func() error { return s.ReportMetadata(ctx, h, req.Metadata) },
 		func() error {
 			started, err := s.StartAgent(ctx, h, AgentSpec{Name: AgentName(req.RunID), Args: req.Args})
 			if err == nil {
@@ -80,8 +85,14 @@ func Launch(ctx context.Context, s Surface, req LaunchRequest) (Handle, error) {
 			}
 			return err
 		},
-		func() error { return s.ReportMetadata(ctx, h, req.Metadata) },
-		func() error { return s.Prompt(ctx, h, req.Task) },
+		func() error {
+			st, err := s.Prompt(ctx, h, req.Prompt)
+			if err == nil {
+				seq := st.Seq
+				h.PromptSeq = &seq
+			}
+			return err
+		},
 	}
 	for _, step := range steps {
 		err := step()

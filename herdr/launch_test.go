@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/facets-dev/facets/herdr/herdrtest"
 )
@@ -30,7 +31,7 @@ func (f *fixture) request() LaunchRequest {
 		TokenFile: f.tokenFile(),
 		Args:      []string{"--no-extensions", "-e", "/opt/facets/bridge.ts", "--no-session", "--tools", "read,talk"},
 		Metadata:  Metadata{MainSession: "main-session-1", RunID: testRunID, Profile: "reviewer"},
-		Task:      "--review the refresh flow",
+		Prompt:    "--review the refresh flow",
 	}
 }
 
@@ -41,9 +42,13 @@ func TestLaunchOpensTabStartsAgentMarksAndPrompts(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
 	}
-	want := Handle{TabID: "w1:t2", PaneID: "w1:p2", Agent: "sub-3f2a9c1e-77b0-4d5a-9"}
-	if diff := cmp.Diff(want, h); diff != "" {
+	want := Handle{TabID: "w1:t2", PaneID: "w1:p2", Agent: "sub-3f2a9c1e-77b0-4d5a-9",
+		Socket: f.Getenv("HERDR_SOCKET_PATH"), TerminalID: f.State().Panes["w1:p2"].TerminalID}
+	if diff := cmp.Diff(want, h, cmpopts.IgnoreFields(Handle{}, "PromptSeq")); diff != "" {
 		t.Errorf("handle (-want +got):\n%s", diff)
+	}
+	if want.TerminalID == "" || h.PromptSeq == nil {
+		t.Errorf("handle lacks the terminal id or prompt sequence: %+v", h)
 	}
 	st := f.State()
 	tab := st.Tabs["w1:t2"]
@@ -75,7 +80,7 @@ func TestLaunchOpensTabStartsAgentMarksAndPrompts(t *testing.T) {
 	if diff := cmp.Diff(req.Args, p.Agent.Args); diff != "" {
 		t.Errorf("pi args (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{req.Task}, p.Agent.Prompts); diff != "" {
+	if diff := cmp.Diff([]string{req.Prompt}, p.Agent.Prompts); diff != "" {
 		t.Errorf("prompts (-want +got):\n%s", diff)
 	}
 }
@@ -84,6 +89,7 @@ func TestLaunchOpensTabStartsAgentMarksAndPrompts(t *testing.T) {
 // of flags is a visible diff to check against Herdr's contract.
 func TestLaunchArgvGolden(t *testing.T) {
 	f := newFixture(t)
+	f.SetControl(fakeControl{PromptSubmitMS: new(int)}) // Enter lands at once
 	req := f.request()
 	ctx := context.Background()
 	if err := f.cli.Check(ctx); err != nil {
@@ -202,6 +208,9 @@ func TestLaunchRollsBackEveryStep(t *testing.T) {
 			"pane report-metadata": {Code: "metadata_token_limit"}}}},
 		{name: "report-metadata hangs", control: fakeControl{Hang: []string{"pane report-metadata"}}, timeout: 300 * time.Millisecond,
 			errIs: context.DeadlineExceeded},
+		{name: "agent blocked on a startup dialog", control: fakeControl{Startup: "blocked", StartDelayMS: 20}},
+		{name: "agent exits during startup", control: fakeControl{Startup: "exit", StartDelayMS: 20}},
+		{name: "pane has no live terminal", control: fakeControl{Unavailable: []string{"w1:p2"}}},
 		{name: "prompt fails", control: fakeControl{Fail: map[string]fakeFailure{
 			"agent prompt": {Code: "agent_prompt_stalled"}}}},
 		{name: "prompt garbage", control: fakeControl{Malformed: map[string]string{"agent prompt": "garbage"}}},
@@ -281,7 +290,8 @@ func TestLaunchFailedRollbackKeepsHandleForRetry(t *testing.T) {
 	if !errors.As(err, &ce) {
 		t.Fatalf("err = %v, want *CleanupError", err)
 	}
-	want := Handle{TabID: "w1:t2", PaneID: "w1:p2", Agent: "sub-3f2a9c1e-77b0-4d5a-9"}
+	want := Handle{TabID: "w1:t2", PaneID: "w1:p2", Agent: "sub-3f2a9c1e-77b0-4d5a-9",
+		TerminalID: f.State().Panes["w1:p2"].TerminalID, Socket: f.Getenv("HERDR_SOCKET_PATH")}
 	if diff := cmp.Diff(want, ce.Handle); diff != "" {
 		t.Errorf("handle (-want +got):\n%s", diff)
 	}
@@ -324,7 +334,7 @@ func TestLaunchCancelledMidwayRollsBack(t *testing.T) {
 	if diff := cmp.Diff([]string{"w1:t1"}, f.TabIDs()); diff != "" {
 		t.Errorf("tabs (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"tab create", "agent start", "tab close"}, f.Commands()); diff != "" {
+	if diff := cmp.Diff([]string{"tab create", "pane report-metadata", "agent start", "tab close"}, f.Commands()); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 }

@@ -29,6 +29,25 @@ type Result struct {
 	ExitCode int
 }
 
+// BinaryEnv is the variable Herdr sets in every pane to its own executable
+// (src/integration/env.rs) and uses for its own hooks.
+const BinaryEnv = "HERDR_BIN_PATH"
+
+// BinaryPath picks the herdr executable: override (--herdr-bin or
+// $FACETS_HERDR) when set, else $HERDR_BIN_PATH, the binary of the server
+// this pane belongs to, else "herdr" looked up on PATH.
+func BinaryPath(override string, getenv func(string) string) string {
+	if override != "" {
+		return override
+	}
+	if getenv != nil {
+		if p := getenv(BinaryEnv); p != "" {
+			return p
+		}
+	}
+	return "herdr"
+}
+
 // ErrNotInstalled reports that no herdr executable could be found.
 var ErrNotInstalled = errors.New("herdr is not installed")
 

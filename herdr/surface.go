@@ -16,15 +16,26 @@ type Surface interface {
 	// Herdr reports it ready for input.
 	StartAgent(ctx context.Context, h Handle, spec AgentSpec) (Handle, error)
 	// ReportMetadata tags the pane so Herdr views (and the plugin) can tell
-	// Facets Subs apart.
+	// Facets Subs apart. Herdr keeps the tokens on the pane's terminal, so
+	// they can be reported before the agent starts.
 	ReportMetadata(ctx context.Context, h Handle, m Metadata) error
-	// Prompt submits text to the agent as if typed by the user.
-	Prompt(ctx context.Context, h Handle, text string) error
+	// Prompt submits text to the agent as if typed by the user. The state
+	// returned is the agent's before the submission: Herdr presses Enter
+	// only after it answered, so an idle agent here has not started yet.
+	Prompt(ctx context.Context, h Handle, text string) (AgentState, error)
 	// Status reports what the agent is doing; it is StatusUnknown, with an
 	// error saying why, whenever Herdr cannot tell.
 	Status(ctx context.Context, h Handle) (Status, error)
+	// State is Status with Herdr's state-change sequence.
+	State(ctx context.Context, h Handle) (AgentState, error)
 	// TabExists asks Herdr whether the tab is still open.
 	TabExists(ctx context.Context, tabID string) (Existence, error)
+	// Owned asks Herdr whether h still names the pane this launch created
+	// for runID: TabPresent only when it does, TabGone when the pane is
+	// gone, belongs to another server or session, or is someone else's
+	// (ids restart in a fresh server, so a stored id may name an unrelated
+	// tab), TabUncertain when Herdr gives no usable answer.
+	Owned(ctx context.Context, h Handle, runID string) (Existence, error)
 	// CloseTab closes the tab and everything in it; a tab Herdr confirms is
 	// already gone counts as closed.
 	CloseTab(ctx context.Context, h Handle) error
@@ -36,6 +47,18 @@ type Handle struct {
 	TabID  string `json:"tabId,omitempty"`
 	PaneID string `json:"paneId,omitempty"`
 	Agent  string `json:"agent,omitempty"`
+	// TerminalID is the root pane's terminal as Herdr reported it at tab
+	// create; terminal ids are time-based, so unlike tab and pane ids they
+	// are not reused by a later server.
+	TerminalID string `json:"terminalId,omitempty"`
+	// Socket and Session name the Herdr server the tab was created in
+	// ($HERDR_SOCKET_PATH and $HERDR_SESSION of the launching process).
+	Socket  string `json:"socket,omitempty"`
+	Session string `json:"session,omitempty"`
+	// PromptSeq is the agent's state-change sequence when the first prompt
+	// was submitted; the same sequence later means the agent has not yet
+	// taken the prompt up.
+	PromptSeq *int64 `json:"promptSeq,omitempty"`
 }
 
 // TabSpec describes the tab to create. Env values are passed to Herdr on its
@@ -65,6 +88,13 @@ type Metadata struct {
 	MainSession string
 	RunID       string
 	Profile     string
+}
+
+// AgentState is one observation of an agent: its status and Herdr's
+// state_change_seq, which advances on every status transition.
+type AgentState struct {
+	Status Status
+	Seq    int64
 }
 
 // Status is an agent's state as Facets uses it.

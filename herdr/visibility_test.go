@@ -24,6 +24,9 @@ type fakeSocket struct {
 	mu       sync.Mutex
 	reply    string
 	requests []map[string]any
+	// plugins are the installed plugins by id, true when enabled; Herdr
+	// checks a "plugin:<id>" view source against them.
+	plugins map[string]bool
 }
 
 func newFakeSocket(t *testing.T) *fakeSocket {
@@ -34,7 +37,7 @@ func newFakeSocket(t *testing.T) *fakeSocket {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	s := &fakeSocket{path: filepath.Join(dir, "herdr.sock"), reply: "ok"}
+	s := &fakeSocket{path: filepath.Join(dir, "herdr.sock"), reply: "ok", plugins: map[string]bool{"facets.agent-visibility": true}}
 	ln, err := net.Listen("unix", s.path)
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +78,12 @@ func (s *fakeSocket) serve(conn net.Conn) {
 	id, _ := req["id"].(string)
 	switch reply {
 	case "ok":
-		out, _ := json.Marshal(map[string]any{"id": id, "result": map[string]any{"type": "agent_view", "active": req["method"] == "agent.view.set"}})
+		var out []byte
+		if code, msg := s.checkView(req); code != "" {
+			out, _ = json.Marshal(map[string]any{"id": id, "error": map[string]any{"code": code, "message": msg}})
+		} else {
+			out, _ = json.Marshal(map[string]any{"id": id, "result": map[string]any{"type": "agent_view", "active": req["method"] == "agent.view.set"}})
+		}
 		conn.Write(append(out, '\n'))
 	case "hang":
 		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -84,6 +92,67 @@ func (s *fakeSocket) serve(conn net.Conn) {
 	default:
 		conn.Write([]byte(reply))
 	}
+}
+
+// checkView answers agent.view.set as handle_agent_view_set does
+// (src/app/api/agent_view.rs): the view must be valid, and a plugin-owned
+// source must name an installed, enabled plugin.
+func (s *fakeSocket) checkView(req map[string]any) (code, message string) {
+	if req["method"] != "agent.view.set" {
+		return "", ""
+	}
+	params, _ := req["params"].(map[string]any)
+	source, _ := params["source"].(string)
+	if strings.TrimSpace(source) == "" {
+		return "invalid_agent_view", "agent view source must not be empty"
+	}
+	if f, ok := params["filter"].(map[string]any); ok && !validViewFilter(f) {
+		return "invalid_agent_view", "invalid agent view filter"
+	}
+	id, owned := strings.CutPrefix(source, "plugin:")
+	if !owned {
+		return "", ""
+	}
+	if id = strings.TrimSpace(id); id == "" || strings.IndexFunc(id, func(r rune) bool {
+		return !(r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(":._-", r)))
+	}) >= 0 {
+		return "invalid_agent_view", "plugin-owned agent view source has an invalid plugin id"
+	}
+	s.mu.Lock()
+	enabled, installed := s.plugins[id]
+	s.mu.Unlock()
+	switch {
+	case !installed:
+		return "plugin_not_found", "plugin not found"
+	case !enabled:
+		return "plugin_disabled", "plugin is disabled"
+	}
+	return "", ""
+}
+
+// validViewFilter accepts Herdr's filter ops (all, any, not, eq, in,
+// exists) with their operands.
+func validViewFilter(f map[string]any) bool {
+	switch f["op"] {
+	case "all", "any":
+		fs, ok := f["filters"].([]any)
+		for _, sub := range fs {
+			if m, _ := sub.(map[string]any); m == nil || !validViewFilter(m) {
+				return false
+			}
+		}
+		return ok
+	case "not":
+		m, _ := f["filter"].(map[string]any)
+		return m != nil && validViewFilter(m)
+	case "eq":
+		return f["field"] != nil && f["value"] != nil
+	case "in":
+		return f["field"] != nil && f["values"] != nil
+	case "exists":
+		return f["field"] != nil
+	}
+	return false
 }
 
 func (s *fakeSocket) setReply(r string) {
@@ -236,5 +305,30 @@ func TestVisibilityRefusesBadInput(t *testing.T) {
 	cancel()
 	if _, err := (Visibility{SocketPath: sock.path, StateDir: t.TempDir()}).Apply(ctx, ActionHide); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
+	}
+}
+
+// TestVisibilityPluginIDChecks: Herdr refuses a plugin-owned view whose
+// plugin is not installed, is disabled, or has an invalid id; the choice
+// then stays as it was.
+func TestVisibilityPluginIDChecks(t *testing.T) {
+	cases := map[string]struct{ id, code string }{
+		"not installed": {"someone.else", "plugin_not_found"},
+		"disabled":      {"facets.disabled", "plugin_disabled"},
+		"invalid id":    {"bad id!", "invalid_agent_view"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sock := newFakeSocket(t)
+			sock.plugins["facets.disabled"] = false
+			v := Visibility{SocketPath: sock.path, StateDir: t.TempDir(), PluginID: tc.id}
+			_, err := v.Apply(context.Background(), ActionHide)
+			if err == nil || !strings.Contains(err.Error(), tc.code) {
+				t.Errorf("Apply = %v, want %s", err, tc.code)
+			}
+			if got := savedChoice(t, v.StateDir); got != "none" {
+				t.Errorf("saved choice changed to %s", got)
+			}
+		})
 	}
 }

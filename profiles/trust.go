@@ -1,11 +1,13 @@
 package profiles
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
 
 	"github.com/facets-dev/facets/internal/safefile"
 )
@@ -29,7 +31,7 @@ func DecideTrust(env Env, flag *bool) (Trust, error) {
 	}
 	trustFile := filepath.Join(env.AgentDir, "trust.json")
 	entries := map[string]*bool{}
-	if err := readJSONFile(trustFile, &entries); err != nil {
+	if err := readJSONFile(trustFile, &entries, trustShape); err != nil {
 		return Trust{}, err
 	}
 	up := Ancestors(canonical(env.Cwd))
@@ -42,7 +44,7 @@ func DecideTrust(env Env, flag *bool) (Trust, error) {
 	var settings struct {
 		DefaultProjectTrust string `json:"defaultProjectTrust"`
 	}
-	if err := readJSONFile(settingsFile, &settings); err != nil {
+	if err := readJSONFile(settingsFile, &settings, settingsShape); err != nil {
 		return Trust{}, err
 	}
 	switch settings.DefaultProjectTrust {
@@ -70,9 +72,80 @@ func (e *SettingsError) Unwrap() error { return e.Err }
 // few KiB; the cap only stops a huge or endless file from exhausting memory.
 const MaxSettingsBytes = 4 << 20
 
+// TrustFileShape describes what <agentDir>/trust.json must hold, for
+// messages and documentation.
+const TrustFileShape = `an object mapping absolute directory paths to true, false or null, e.g. {"/home/me/project": true}`
+
+// trustShape explains a trust.json value of the wrong JSON type in terms of
+// the file's shape, never of Go types.
+func trustShape(doc []byte, typ *json.UnmarshalTypeError) string {
+	if key, ok := firstBadTrustKey(doc); ok {
+		return fmt.Sprintf("the value for %q must be true, false or null (got %s); trust.json is %s", key, jsonType(typ.Value), TrustFileShape)
+	}
+	return fmt.Sprintf("trust.json must be %s (got %s)", TrustFileShape, jsonType(typ.Value))
+}
+
+// firstBadTrustKey finds the first key of a trust.json object whose value
+// is not true, false or null; encoding/json does not name map keys in its
+// type errors.
+func firstBadTrustKey(doc []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", false
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		key, _ := t.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return "", false
+		}
+		switch string(raw) {
+		case "true", "false", "null":
+		default:
+			return key, true
+		}
+	}
+	return "", false
+}
+
+// settingsShape explains a settings.json value of the wrong JSON type.
+func settingsShape(_ []byte, typ *json.UnmarshalTypeError) string {
+	if typ.Field == "" {
+		return fmt.Sprintf("settings.json must be a JSON object (got %s)", jsonType(typ.Value))
+	}
+	return fmt.Sprintf(`%s must be "ask", "always" or "never" (got %s)`, typ.Field, jsonType(typ.Value))
+}
+
+// jsonType names a JSON value kind as encoding/json reports it ("bool",
+// "number 3", "array") in the words of the JSON spec.
+func jsonType(v string) string {
+	switch kind, _, _ := strings.Cut(v, " "); kind {
+	case "bool":
+		return "a boolean"
+	case "number":
+		return "a number"
+	case "string":
+		return "a string"
+	case "array":
+		return "an array"
+	case "object":
+		return "an object"
+	}
+	return v
+}
+
+// utf8BOM is the UTF-8 byte order mark, which Pi strips before it parses
+// its JSON files (stripBom), so facets accepts it there too.
+var utf8BOM = []byte("\xEF\xBB\xBF")
+
 // readJSONFile decodes a small JSON settings file; a missing file leaves v
-// untouched.
-func readJSONFile(path string, v any) error {
+// untouched. A leading UTF-8 byte order mark is skipped, as Pi does; a
+// value of the wrong type is explained by shape.
+func readJSONFile(path string, v any, shape func([]byte, *json.UnmarshalTypeError) string) error {
 	b, err := safefile.ReadFile(path, MaxSettingsBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -80,6 +153,7 @@ func readJSONFile(path string, v any) error {
 	if err != nil {
 		return &SettingsError{Path: path, Err: unwrapPath(err)}
 	}
+	b = bytes.TrimPrefix(b, utf8BOM)
 	if err := json.Unmarshal(b, v); err != nil {
 		serr := &SettingsError{Path: path, Err: err}
 		var syn *json.SyntaxError
@@ -87,8 +161,12 @@ func readJSONFile(path string, v any) error {
 		switch {
 		case errors.As(err, &syn):
 			serr.Line, serr.Column = lineCol(b, syn.Offset)
+			if filepath.Base(path) == "trust.json" {
+				serr.Err = fmt.Errorf("%v; trust.json must be %s", syn, TrustFileShape)
+			}
 		case errors.As(err, &typ):
 			serr.Line, serr.Column = lineCol(b, typ.Offset)
+			serr.Err = errors.New(shape(b, typ))
 		}
 		return serr
 	}

@@ -104,7 +104,7 @@ func TestUnloadableToolLaunchesNothing(t *testing.T) {
 			_, derr := rt.Delegate(context.Background(), DelegateRequest{
 				Manifest: m, MainSessionID: mainID, Profile: "writer", Title: "Search", Task: "search", ToolSources: tc.sources,
 			})
-			_, ierr := rt.Invoke(context.Background(), InvokeRequest{Manifest: m, MainSessionID: mainID, Profile: "writer", ToolSources: tc.sources})
+			_, ierr := rt.Invoke(context.Background(), DelegateRequest{Manifest: m, MainSessionID: mainID, Profile: "writer", ToolSources: tc.sources})
 			for op, err := range map[string]error{"delegate": derr, "invoke": ierr} {
 				if err == nil || err.Error() != tc.want {
 					t.Errorf("%s error = %v, want %q", op, err, tc.want)
@@ -127,7 +127,7 @@ func TestInvokeLoadsToolExtensions(t *testing.T) {
 	f := newFixture(t)
 	m := f.withTool("review", "web_search")
 	ext := writeExtension(t)
-	d, err := f.runtime().Invoke(context.Background(), InvokeRequest{
+	d, err := f.runtime().Invoke(context.Background(), DelegateRequest{
 		Manifest: m, MainSessionID: mainID, Profile: "review", Task: "look", ToolSources: mainTools(ext, "npm:pi-web-access"),
 	})
 	if err != nil {
@@ -139,7 +139,7 @@ func TestInvokeLoadsToolExtensions(t *testing.T) {
 	}
 	// The bound Sub is open: a later command whose tools cannot reach a Sub
 	// is refused before anything is queued.
-	_, err = f.runtime().Invoke(context.Background(), InvokeRequest{
+	_, err = f.runtime().Invoke(context.Background(), DelegateRequest{
 		Manifest: m, MainSessionID: mainID, Profile: "review", Task: "again", ToolSources: mainTools(ext, "sdk"),
 	})
 	if want := "Profile 'review' tool 'web_search' cannot be loaded in an isolated Sub process."; err == nil || err.Error() != want {

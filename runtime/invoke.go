@@ -5,28 +5,22 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/herdr"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
 )
 
-// InvokeRequest is a user profile command (/sub:<profile> [task]).
-type InvokeRequest struct {
-	Manifest      *compiler.Manifest
-	MainSessionID string
-	Profile       string
-	Task          string
-	// ToolSources is the Main Pi's tool provenance, as in DelegateRequest.
-	ToolSources map[string]launch.ToolSource
-}
-
-// Invoke runs a user profile command with the reference's binding rules:
-// the Main session and profile are bound to one run; an open bound Sub gets
-// the task as a message (no new slot), a closed persistent one is resumed,
-// otherwise a new Sub is created and bound. A binding it cannot verify is
-// an error, never a silent replacement.
-func (rt *Runtime) Invoke(ctx context.Context, req InvokeRequest) (Delegation, error) {
+// Invoke runs a user profile command (/sub:<profile> [task]) with the
+// reference's binding rules: the Main session and profile are bound to one
+// run; an open bound Sub gets the task as a message (no new slot), a closed
+// persistent one is resumed, otherwise a new Sub is created and bound. A
+// binding it cannot verify is an error, never a silent replacement. The
+// request is a delegate's; its title, cwd and session to resume come from
+// the binding, so they must be empty.
+func (rt *Runtime) Invoke(ctx context.Context, req DelegateRequest) (Delegation, error) {
+	if req.Title != "" || req.Cwd != "" || req.ResumeSessionID != "" {
+		return Delegation{}, errors.New("invoke: the title, working directory and session come from the profile binding")
+	}
 	if req.MainSessionID == "" {
 		return Delegation{}, errors.New("Facets is not attached to an active Main session.")
 	}
@@ -118,9 +112,15 @@ func (rt *Runtime) boundRun(mainSessionID, profile string) (*Run, error) {
 // checkReusable decides whether an open bound run can take the task. When
 // Herdr cannot report its status or its channel is gone, only a confirmed
 // closed tab lets the command go on (the run is then marked closed).
+// A tab that is not confirmed as this run's pane (ids restart in a fresh
+// Herdr server) counts as closed, never as the Sub.
 func (rt *Runtime) checkReusable(ctx context.Context, run *Run) (bool, error) {
+	own := herdr.TabUncertain
+	if run.handle().TabID != "" {
+		own, _ = rt.Surface.Owned(ctx, run.handle(), run.RunID)
+	}
 	if !channelExists(run) {
-		if ex, _ := rt.Surface.TabExists(ctx, run.handle().TabID); ex != herdr.TabGone {
+		if own != herdr.TabGone {
 			return false, errors.New("The existing Sub channel is missing and its tab is not confirmed closed; refusing to open the session twice.")
 		}
 		return false, rt.markClosed(run)
@@ -128,10 +128,12 @@ func (rt *Runtime) checkReusable(ctx context.Context, run *Run) (bool, error) {
 	if run.Launching() {
 		return false, errors.New("Cannot verify the existing Sub is available. Close its tab before retrying; no duplicate session was created.")
 	}
-	if st, _ := rt.Surface.Status(ctx, run.handle()); st != herdr.StatusUnknown && st != "" {
-		return true, nil
+	if own == herdr.TabPresent {
+		if st, _ := rt.Surface.Status(ctx, run.handle()); st != herdr.StatusUnknown && st != "" {
+			return true, nil
+		}
 	}
-	if ex, _ := rt.Surface.TabExists(ctx, run.handle().TabID); ex != herdr.TabGone {
+	if own != herdr.TabGone {
 		return false, errors.New("Cannot verify the existing Sub is available. Close its tab before retrying; no duplicate session was created.")
 	}
 	return false, rt.markClosed(run)

@@ -12,11 +12,12 @@ import (
 
 	"github.com/facets-dev/facets/herdr"
 	"github.com/facets-dev/facets/runtime/channel"
+	"github.com/facets-dev/facets/runtime/launch"
 )
 
 func (f *fixture) invoke(main, profile, task string) (Delegation, error) {
 	// A fresh Runtime each time: every profile command is a new process.
-	return f.runtime().Invoke(context.Background(), InvokeRequest{Manifest: f.manifest, MainSessionID: main, Profile: profile, Task: task})
+	return f.runtime().Invoke(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: main, Profile: profile, Task: task})
 }
 
 func (f *fixture) countCommand(name string) int {
@@ -46,8 +47,11 @@ func TestBindingsSurviveNewProcesses(t *testing.T) {
 		t.Errorf("manual args = %v", p.Agent.Args)
 	}
 	wantPrompt := "[User-invoked profile: review]\nThe user explicitly requests this task:\nReview MR 42"
-	if diff := cmp.Diff([]string{wantPrompt}, p.Agent.Prompts); diff != "" {
+	if diff := cmp.Diff([]string{launch.KickoffPrompt}, p.Agent.Prompts); diff != "" {
 		t.Errorf("prompt (-want +got):\n%s", diff)
+	}
+	if got := f.sub(created.RunID).Manifest().Task; got != wantPrompt {
+		t.Errorf("channel task = %q, want %q", got, wantPrompt)
 	}
 
 	// A new process (reload) reuses the open Sub: no tab, no slot.
@@ -197,5 +201,51 @@ func TestInvokeEphemeralStartsFreshAfterClose(t *testing.T) {
 	}
 	if args := f.pane(second.RunID).Agent.Args; !slices.Contains(args, "--no-session") {
 		t.Errorf("ephemeral manual args = %v", args)
+	}
+}
+
+// TestInvokeDoesNotReuseAnUnrelatedTab: after a Herdr restart the bound
+// run's tab id names a user's tab; the task must not be queued as if the
+// Sub were still there.
+func TestInvokeDoesNotReuseAnUnrelatedTab(t *testing.T) {
+	f := newFixture(t)
+	created, err := f.invoke(mainID, "review", "Review MR 42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Restart()
+	f.Run("tab", "create", "--workspace", "w1", "--cwd", "/", "--label", "user's tab", "--no-focus")
+	again, err := f.invoke(mainID, "review", "Review MR 43")
+	if err == nil && again.Action == "queued" {
+		t.Fatalf("queued to run %s whose tab id now names an unrelated tab", created.RunID)
+	}
+	if tabs := f.subTabs(); len(tabs) < 1 || tabs[0] != created.TabID {
+		t.Errorf("the unrelated tab %s was touched: %v", created.TabID, tabs)
+	}
+	// The stale run is known to be gone, not stuck as "cannot verify".
+	if err != nil && strings.Contains(err.Error(), "Cannot verify") {
+		t.Errorf("invoke = %v, want the stale run released", err)
+	}
+	if slices.Contains(f.openRuns(mainID), created.RunID) {
+		t.Errorf("run %s whose pane is gone is still open", created.RunID)
+	}
+}
+
+// TestInvokeTakesNoDelegateOnlyFields: one request type serves delegate and
+// invoke, but a binding decides an invocation's title, cwd and session.
+func TestInvokeTakesNoDelegateOnlyFields(t *testing.T) {
+	f := newFixture(t)
+	for name, req := range map[string]DelegateRequest{
+		"title":  {Title: "t"},
+		"cwd":    {Cwd: "/"},
+		"resume": {ResumeSessionID: "s"},
+	} {
+		req.Manifest, req.MainSessionID, req.Profile = f.manifest, mainID, "review"
+		if _, err := f.runtime().Invoke(context.Background(), req); err == nil || !strings.Contains(err.Error(), "binding") {
+			t.Errorf("%s: Invoke = %v", name, err)
+		}
+	}
+	if calls := f.Calls(); len(calls) != 0 {
+		t.Errorf("herdr was called: %v", f.Commands())
 	}
 }

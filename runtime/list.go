@@ -10,6 +10,7 @@ import (
 
 	"github.com/facets-dev/facets/herdr"
 	"github.com/facets-dev/facets/internal/termesc"
+	"github.com/facets-dev/facets/runtime/channel"
 )
 
 // ManualMainGuidance is appended to a listing that shows a user-invoked
@@ -25,8 +26,9 @@ type OpenSub struct {
 	SessionPersistence string `json:"sessionPersistence"`
 	Origin             string `json:"origin,omitempty"`
 	Purpose            string `json:"purpose,omitempty"`
-	// Status is working, blocked, idle or unknown (Herdr cannot tell), or
-	// launching while the slot is reserved but the launch has not returned.
+	// Status is working, blocked, idle or unknown (Herdr cannot tell);
+	// submitted, queued or gone (see StatusSubmitted); or launching while
+	// the slot is reserved but the launch has not returned.
 	Status         string `json:"status"`
 	Adapter        string `json:"adapter"`
 	ElapsedSeconds int64  `json:"elapsedSeconds"`
@@ -99,8 +101,9 @@ func (l Listing) Text() string {
 }
 
 // List shows the Main's open Subs with Herdr's live status and the closed
-// persistent sessions it may resume. By default open runs are shown only if
-// persistent, working or blocked; all shows every open run.
+// persistent sessions it may resume. By default an ephemeral open run that
+// is idle (its work finished) or unknown is left out; all shows every open
+// run.
 func (rt *Runtime) List(ctx context.Context, mainSessionID string, all bool) (Listing, error) {
 	if mainSessionID == "" {
 		return Listing{}, fmt.Errorf("Facets is not attached to an active Main session.")
@@ -119,10 +122,10 @@ func (rt *Runtime) List(ctx context.Context, mainSessionID string, all bool) (Li
 		status := string(herdr.StatusUnknown)
 		if r.Launching() {
 			status = "launching"
-		} else if s, _ := rt.Surface.Status(ctx, r.handle()); s != "" {
-			status = string(s)
+		} else {
+			status = rt.liveStatus(ctx, r)
 		}
-		if !all && !r.Persistent() && status != string(herdr.StatusWorking) && status != string(herdr.StatusBlocked) {
+		if !all && !r.Persistent() && (status == string(herdr.StatusIdle) || status == string(herdr.StatusUnknown)) {
 			continue
 		}
 		l.Open = append(l.Open, OpenSub{
@@ -142,6 +145,53 @@ func (rt *Runtime) List(ctx context.Context, mainSessionID string, all bool) (Li
 		l.Resumable = append(l.Resumable, r)
 	}
 	return l, nil
+}
+
+// Statuses List reports besides Herdr's own.
+const (
+	// StatusGone: Herdr no longer has this run's pane (closed, a restarted
+	// server, or an id now used by someone else's tab). close releases the
+	// run without touching Herdr.
+	StatusGone = "gone"
+	// StatusSubmitted: Herdr reports idle, but the Sub has not taken up its
+	// first prompt yet (Herdr presses Enter 300 ms after agent prompt).
+	StatusSubmitted = "submitted"
+	// StatusQueued: Herdr reports idle, but a message for the Sub is still
+	// in its inbox.
+	StatusQueued = "queued"
+)
+
+// liveStatus is the run's status for a listing. Only a pane Herdr confirms
+// as this run's is asked for its agent's state, and an idle agent counts as
+// finished only when nothing handed to it is still waiting.
+func (rt *Runtime) liveStatus(ctx context.Context, r *Run) string {
+	h := r.handle()
+	if h.TabID == "" {
+		return string(herdr.StatusUnknown)
+	}
+	switch own, _ := rt.Surface.Owned(ctx, h, r.RunID); own {
+	case herdr.TabGone:
+		return StatusGone
+	case herdr.TabUncertain:
+		return string(herdr.StatusUnknown)
+	}
+	st, err := rt.Surface.State(ctx, h)
+	if err != nil || st.Status != herdr.StatusIdle {
+		return string(st.Status)
+	}
+	if ch, err := openChannel(r); err == nil {
+		defer ch.Close()
+		if msgs, _, err := ch.Pending(channel.ToSub); err == nil && len(msgs) > 0 {
+			return StatusQueued
+		}
+		if _, ok, err := ch.ActiveTurn(); err == nil && ok {
+			return string(herdr.StatusWorking)
+		}
+	}
+	if h.PromptSeq != nil && *h.PromptSeq == st.Seq {
+		return StatusSubmitted
+	}
+	return string(st.Status)
 }
 
 // resumables collects closed persistent Sub sessions, newest first:

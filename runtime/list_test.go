@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/facets-dev/facets/herdr/herdrtest"
 )
 
 // listScene sets up one Main with an idle ephemeral Sub, an open
@@ -17,6 +19,8 @@ import (
 // session, and returns a replacer that makes ids and paths stable.
 func listScene(t *testing.T) (*fixture, *strings.Replacer) {
 	f := newFixture(t)
+	// Every Sub takes its prompt up at once, so an idle one has finished.
+	f.control(fakeControl{PromptSubmitMS: new(int)})
 	// Each launch a second apart: listings are in launch order.
 	tick := func() { f.now = f.now.Add(time.Second) }
 	oracle := f.delegate(mainID, "oracle", "Advise on caching")
@@ -106,5 +110,81 @@ func TestListEmptyAndOtherMains(t *testing.T) {
 	empty := Listing{Open: []OpenSub{}, Resumable: []Resumable{}}
 	if empty.Text() != "no Sub sessions." {
 		t.Errorf("empty text = %q", empty.Text())
+	}
+}
+
+// TestListKeepsSubsJustHandedWork: herdr answers agent prompt before its
+// Enter lands, so an idle Sub right after delegate or talk has not started
+// yet; list must not take it for a finished one and hide it.
+func TestListKeepsSubsJustHandedWork(t *testing.T) {
+	f := newFixture(t)
+	f.control(fakeControl{PromptSubmitMS: herdrtest.Never()})
+	d := f.delegate(mainID, "oracle", "Advise")
+	list := func() []OpenSub {
+		t.Helper()
+		l, err := f.runtime().List(context.Background(), mainID, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Open
+	}
+	if open := list(); len(open) != 1 || open[0].Status != StatusSubmitted {
+		t.Fatalf("right after delegate: %+v, want the Sub listed as %s", open, StatusSubmitted)
+	}
+
+	// The Sub took its prompt up and finished: Herdr's sequence moved on.
+	run, _, err := f.runtime().Store.LoadRun(mainID, d.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlier := *run.Surface.PromptSeq - 1
+	run.Surface.PromptSeq = &earlier
+	if err := f.runtime().Store.SaveRun(run); err != nil {
+		t.Fatal(err)
+	}
+	if open := list(); len(open) != 0 {
+		t.Fatalf("an idle ephemeral Sub that finished is listed: %+v", open)
+	}
+
+	if _, err := f.runtime().Talk(mainID, d.RunID, "one more thing"); err != nil {
+		t.Fatal(err)
+	}
+	if open := list(); len(open) != 1 || open[0].Status != StatusQueued {
+		t.Errorf("right after talk: %+v, want the Sub listed as %s", open, StatusQueued)
+	}
+}
+
+// TestRestartedHerdrUnrelatedTabIsLeftAlone: a fresh Herdr server reuses
+// w1:t2 for a user's tab; close and list of the stored run must neither
+// close it nor report its state as the Sub's.
+func TestRestartedHerdrUnrelatedTabIsLeftAlone(t *testing.T) {
+	f := newFixture(t)
+	d := f.delegate(mainID, "oracle", "Advise")
+	f.Restart()
+	f.Run("tab", "create", "--workspace", "w1", "--cwd", "/", "--label", "user's tab", "--no-focus")
+	if tabs := f.subTabs(); len(tabs) != 1 || tabs[0] != d.TabID {
+		t.Fatalf("the restarted fake did not reuse %s: %v", d.TabID, tabs)
+	}
+	l, err := f.runtime().List(context.Background(), mainID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Open) != 1 || l.Open[0].Status != StatusGone {
+		t.Errorf("list = %+v, want the run reported %s", l.Open, StatusGone)
+	}
+	before := len(f.commands())
+	if _, err := f.runtime().Close(context.Background(), mainID, d.RunID, ""); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	for _, c := range f.commands()[before:] {
+		if c == "tab close" {
+			t.Errorf("close ran herdr tab close on a tab that is not the Sub's")
+		}
+	}
+	if tabs := f.subTabs(); len(tabs) != 1 {
+		t.Errorf("the unrelated tab was closed: %v", tabs)
+	}
+	if runs := f.openRuns(mainID); len(runs) != 0 {
+		t.Errorf("run still open after close: %v", runs)
 	}
 }

@@ -149,7 +149,7 @@ func (rt *Runtime) Delegate(ctx context.Context, req DelegateRequest) (Delegatio
 		return Delegation{}, err
 	}
 	if !req.Manual && !p.AgentInvokable {
-		return Delegation{}, errors.New("This profile is user-invoked only; use its slash command.")
+		return Delegation{}, fmt.Errorf("'%s' is user-invoked only; run /sub:%s", p.Name, p.Name)
 	}
 	if p, err = withToolExtensions(p, req.ToolSources); err != nil {
 		return Delegation{}, err
@@ -171,6 +171,9 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p compiler
 		return Delegation{}, err
 	}
 	if err := rt.Surface.Check(ctx); err != nil {
+		if errors.Is(err, herdr.ErrNotInstalled) {
+			return Delegation{}, err // already one sentence that says where to get Herdr
+		}
 		return Delegation{}, fmt.Errorf("Facets requires Herdr, but the Herdr adapter is unavailable: %w", err)
 	}
 	run, ch, err := rt.reserve(req, p, title, task, cwd, resumeID)
@@ -196,7 +199,8 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p compiler
 		TokenFile: tokenFile,
 		Args:      spec.Args(),
 		Metadata:  herdr.Metadata{MainSession: req.MainSessionID, RunID: run.RunID, Profile: p.Name},
-		Task:      task,
+		// The task is in the channel manifest; see launch.KickoffPrompt.
+		Prompt: launch.KickoffPrompt,
 	})
 	var cleanup *herdr.CleanupError
 	switch {
@@ -261,16 +265,7 @@ func withToolExtensions(p compiler.Profile, sources map[string]launch.ToolSource
 	return p, nil
 }
 
-func (rt *Runtime) herdrAgentState() string {
-	if rt.AgentDir == "" {
-		return ""
-	}
-	p := filepath.Join(rt.AgentDir, "extensions", "herdr-agent-state.ts")
-	if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-		return p
-	}
-	return ""
-}
+func (rt *Runtime) herdrAgentState() string { return launch.HerdrAgentState(rt.AgentDir) }
 
 // delegateCwd picks the Sub's working directory: on resume the saved
 // session's cwd, otherwise req.Cwd resolved against the Main's cwd.
@@ -587,8 +582,19 @@ func (rt *Runtime) Close(ctx context.Context, mainSessionID, ref, reason string)
 		// actually stops the Sub.
 		_ = ch.RequestClose(reason)
 	}
-	if err := rt.Surface.CloseTab(ctx, run.handle()); err != nil {
-		return Closure{}, fmt.Errorf("close Sub %s (run %s stays open): %w", run.Title, run.RunID, err)
+	// Tab ids restart in a fresh Herdr server, so the stored tab is closed
+	// only once Herdr confirms it still holds this run's pane; a run whose
+	// pane is gone is released without touching Herdr.
+	if h := run.handle(); h.TabID != "" {
+		own, err := rt.Surface.Owned(ctx, h, run.RunID)
+		switch {
+		case own == herdr.TabPresent:
+			if err := rt.Surface.CloseTab(ctx, h); err != nil {
+				return Closure{}, fmt.Errorf("close Sub %s (run %s stays open): %w", run.Title, run.RunID, err)
+			}
+		case own == herdr.TabUncertain:
+			return Closure{}, fmt.Errorf("close Sub %s (run %s stays open): cannot confirm tab %s is still this Sub's: %w", run.Title, run.RunID, h.TabID, err)
+		}
 	}
 	run.ClosedAt = rt.now().UnixMilli()
 	run.UpdatedAt = run.ClosedAt

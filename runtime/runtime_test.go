@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/facets-dev/facets/herdr"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
 )
@@ -26,7 +27,7 @@ func TestDelegateTalkTalkClose(t *testing.T) {
 	if want := "Created Sub: Write the README (profile writer, run " + d.RunID[:8] + ")."; d.Text() != want {
 		t.Errorf("text = %q, want %q", d.Text(), want)
 	}
-	if diff := cmp.Diff([]string{"--version", "status server", "tab create", "agent start", "pane report-metadata", "agent prompt"}, f.commands()); diff != "" {
+	if diff := cmp.Diff([]string{"--version", "status server", "tab create", "pane report-metadata", "agent start", "agent prompt"}, f.commands()); diff != "" {
 		t.Errorf("herdr calls (-want +got):\n%s", diff)
 	}
 
@@ -49,8 +50,12 @@ func TestDelegateTalkTalkClose(t *testing.T) {
 	if diff := cmp.Diff(wantEnv, tab.Env); diff != "" {
 		t.Errorf("tab env (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"task: Write the README"}, p.Agent.Prompts); diff != "" {
+	// herdr types only the fixed kickoff; the task is in the channel.
+	if diff := cmp.Diff([]string{launch.KickoffPrompt}, p.Agent.Prompts); diff != "" {
 		t.Errorf("prompts (-want +got):\n%s", diff)
+	}
+	if got := f.sub(d.RunID).Manifest().Task; got != "task: Write the README" {
+		t.Errorf("channel task = %q", got)
 	}
 	if p.Tokens["facets_role"] != "sub" || p.Tokens["facets_main_session"] != mainID || p.Tokens["facets_profile"] != "writer" {
 		t.Errorf("pane metadata = %v", p.Tokens)
@@ -416,7 +421,7 @@ func TestRunLookup(t *testing.T) {
 	if _, err := f.runtime().Talk(mainID, "abcdef01", "x"); err == nil || err.Error() != "Ambiguous Sub prefix 'abcdef01'. Use a longer run ID." {
 		t.Errorf("ambiguous prefix: %v", err)
 	}
-	if _, err := f.runtime().Delegate(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: mainID, Profile: "review", Title: "x", Task: "x"}); err == nil || err.Error() != "This profile is user-invoked only; use its slash command." {
+	if _, err := f.runtime().Delegate(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: mainID, Profile: "review", Title: "x", Task: "x"}); err == nil || err.Error() != "'review' is user-invoked only; run /sub:review" {
 		t.Errorf("manual via delegate: %v", err)
 	}
 	if _, err := f.runtime().Delegate(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: mainID, Profile: "nope", Title: "x", Task: "x"}); err == nil || err.Error() != "Unknown profile 'nope'." {
@@ -494,5 +499,38 @@ func TestFailedCloseKeepsRunAndChannel(t *testing.T) {
 	}
 	if n := len(f.subTabs()); n != 1 {
 		t.Errorf("tabs = %d", n)
+	}
+}
+
+// TestDelegateLargeTaskStaysOffArgv: herdr takes a prompt on its command
+// line, which Linux caps at 128 KiB per argument and which every local user
+// can read, so a 1 MiB task must reach the Sub through its channel.
+func TestDelegateLargeTaskStaysOffArgv(t *testing.T) {
+	f := newFixture(t)
+	task := "private-task-" + strings.Repeat("0123456789abcdef", channel.MaxMessageBytes/16)
+	task = task[:channel.MaxMessageBytes]
+	d, err := f.runtime().Delegate(context.Background(), DelegateRequest{
+		Manifest: f.manifest, MainSessionID: mainID, Profile: "writer", Title: "big", Task: task,
+	})
+	if err != nil {
+		t.Fatalf("Delegate with a %d-byte task: %v", len(task), err)
+	}
+	for _, c := range f.Calls() {
+		for _, a := range c.Argv {
+			if strings.Contains(a, "private-task-") || len(a) > herdr.MaxPromptBytes {
+				t.Errorf("task text on herdr's command line: %.60q… (%d bytes)", a, len(a))
+			}
+		}
+	}
+	if got := f.pane(d.RunID).Agent.Prompts; !slices.Equal(got, []string{launch.KickoffPrompt}) {
+		t.Errorf("prompts = %.80q", got)
+	}
+	if got := f.sub(d.RunID).Manifest().Task; got != task {
+		t.Errorf("channel task is %d bytes, want the %d-byte task", len(got), len(task))
+	}
+	if _, err := f.runtime().Delegate(context.Background(), DelegateRequest{
+		Manifest: f.manifest, MainSessionID: mainID, Profile: "writer", Title: "too big", Task: task + "x",
+	}); err == nil || !strings.Contains(err.Error(), "byte limit") {
+		t.Errorf("Delegate with a task over 1 MiB = %v", err)
 	}
 }

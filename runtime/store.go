@@ -222,26 +222,42 @@ func (s Store) LoadBinding(mainSessionID, profile string) (Binding, bool, error)
 // Lock takes an exclusive lock named name in the Main's directory, held
 // until the returned function is called. CLI processes run concurrently
 // (two delegates from one Main), so slot checks must be serialized.
+//
+// The lock file exists only while the lock is held: unlocking removes it,
+// so no operation, failed or not, leaves lock files in the state dir. A
+// waiter that wakes up on a file its holder already removed tries again on
+// a fresh one, so two processes never hold the same name at once.
 func (s Store) Lock(mainSessionID, name string) (func(), error) {
 	dir := s.mainDir(mainSessionID)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("lock %s: %w", name, err)
-	}
-	f, err := os.OpenFile(filepath.Join(dir, name+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", name, err)
-	}
+	path := filepath.Join(dir, name+".lock")
 	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if !errors.Is(err, syscall.EINTR) {
-			break
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("lock %s: %w", name, err)
 		}
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("lock %s: %w", name, err)
+		}
+		for {
+			err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+			if !errors.Is(err, syscall.EINTR) {
+				break
+			}
+		}
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", name, err)
+		}
+		held, herr := f.Stat()
+		now, nerr := os.Stat(path)
+		if herr == nil && nerr == nil && os.SameFile(held, now) {
+			return func() {
+				os.Remove(path) // still locked here, so no one else can have opened this inode and won
+				f.Close()
+			}, nil
+		}
+		f.Close() // the previous holder removed this file after we opened it
 	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", name, err)
-	}
-	return func() { f.Close() }, nil
 }
 
 // maxRecordBytes caps a run record or binding; real ones are a few KiB.

@@ -20,6 +20,8 @@ func TestExitCodes(t *testing.T) {
 	agent, clean, bad := t.TempDir(), t.TempDir(), t.TempDir()
 	write(agent, "facets/profiles/good/config.json", `{"version":1,"name":"good","tools":["read"]}`)
 	write(bad, "facets/profiles/bad/config.json", `{"version":1,"name":"bad"}`)
+	shadow := t.TempDir()
+	write(shadow, ".pi/facets/profiles/bad/config.json", `{"version":1,"name":"bad","tools":["read"]}`)
 	warn := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(warn, "facets", "MAIN.md"), 0o755); err != nil {
 		t.Fatal(err)
@@ -30,7 +32,10 @@ func TestExitCodes(t *testing.T) {
 		want int
 	}{
 		{"clean", []string{"check", "--agent-dir", agent}, exitOK},
-		{"empty tree", []string{"check", "--agent-dir", clean}, exitOK},
+		{"empty tree warns", []string{"check", "--agent-dir", clean}, exitOK},
+		{"empty tree strict", []string{"check", "--strict", "--agent-dir", clean}, exitDiagnostics},
+		{"missing agent dir", []string{"check", "--agent-dir", filepath.Join(clean, "missing")}, exitUsage},
+		{"masked invalid global", []string{"compile", "--agent-dir", bad, "-C", shadow, "--trust", "bad", "--out", filepath.Join(t.TempDir(), "m.json")}, exitOK},
 		{"errors", []string{"check", "--agent-dir", bad}, exitDiagnostics},
 		{"warnings pass", []string{"check", "--agent-dir", warn}, exitOK},
 		{"strict warnings fail", []string{"check", "--strict", "--agent-dir", warn}, exitDiagnostics},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/runtime/channel"
+	"github.com/facets-dev/facets/runtime/launch"
 	"github.com/facets-dev/facets/runtime/pibridge"
 )
 
@@ -114,6 +115,16 @@ func newPiPlanCmd(a *app) *cobra.Command {
 					break
 				}
 				plan = pibridge.MainPlan(m, ds, profile)
+				if manifest != "" {
+					opts, err := src.options()
+					w := fmt.Sprintf("Cannot check whether Facets snapshot %s is current: %v", manifest, err)
+					if err == nil {
+						w = pibridge.SnapshotWarning(m, manifest, opts)
+					}
+					if w != "" {
+						plan.Warnings = append(plan.Warnings, w)
+					}
+				}
 			case "sub":
 				c, err := openSubChannel()
 				if err != nil {
@@ -121,6 +132,9 @@ func newPiPlanCmd(a *app) *cobra.Command {
 					break
 				}
 				plan = pibridge.SubPlan(c.Manifest().Profile, c.Manifest().Origin)
+				if plan.Error == "" && c.Manifest().Task != "" {
+					plan.Kickoff, plan.Task = launch.KickoffPrompt, c.Manifest().Task
+				}
 				c.Close()
 			default:
 				return usageError{fmt.Errorf("unknown --role %q (want main or sub)", role)}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/facets-dev/facets/runtime/launch"
 	"github.com/facets-dev/facets/runtime/pibridge"
 )
 
@@ -90,5 +91,25 @@ func TestPiExtensionPlan(t *testing.T) {
 	}
 	if code, _, _ := runPiCLI(t, "pi-extension", "plan", "--role", "boss"); code != exitUsage {
 		t.Errorf("plan --role boss exit = %d, want %d", code, exitUsage)
+	}
+}
+
+// TestSubPlanCarriesTheTask: herdr types only launch.KickoffPrompt into a
+// Sub; the plan hands the extension the task from the channel manifest to
+// replace it with.
+func TestSubPlanCarriesTheTask(t *testing.T) {
+	c := newCLIChannel(t)
+	t.Setenv("PI_FACETS_CHANNEL", c.Dir())
+	t.Setenv("PI_FACETS_TOKEN_FILE", tokenFile(t, c.Manifest().Token))
+	code, out, errs := runPiCLI(t, "pi-extension", "plan", "--role", "sub")
+	if code != 0 {
+		t.Fatalf("plan = %d %s", code, errs)
+	}
+	var plan pibridge.Plan
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatal(err)
+	}
+	if plan.Error != "" || plan.Kickoff != launch.KickoffPrompt || plan.Task != c.Manifest().Task {
+		t.Errorf("sub plan kickoff %q task %q error %q; want %q and %q", plan.Kickoff, plan.Task, plan.Error, launch.KickoffPrompt, c.Manifest().Task)
 	}
 }

@@ -77,10 +77,13 @@ func newRootCmd(a *app) *cobra.Command {
 		newInterruptCmd(a),
 		newCloseCmd(a),
 		newListCmd(a),
+		newExplainCmd(a),
 		newHerdrVisibilityCmd(a),
 		newPiExtensionCmd(a),
+		newNewCmd(a),
 		newProfilesCmd(a),
 		newSchemaCmd(a),
+		newVerifyCmd(a),
 	)
 	return root
 }

@@ -31,6 +31,7 @@ type runFlags struct {
 	runtimeDir  string
 	agentDir    string
 	format      string
+	herdrBin    string
 }
 
 func (f *runFlags) register(cmd *cobra.Command) {
@@ -40,11 +41,24 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.runtimeDir, "runtime-dir", "", "channel root (default $XDG_RUNTIME_DIR/pi-facets-<uid>)")
 	fl.StringVar(&f.agentDir, "agent-dir", "", "Pi agent dir (default $PI_CODING_AGENT_DIR or ~/.pi/agent)")
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")
+	fl.StringVar(&f.herdrBin, "herdr-bin", os.Getenv("FACETS_HERDR"), "the herdr executable (default $FACETS_HERDR, else $HERDR_BIN_PATH, which Herdr sets in its panes, else herdr on PATH)")
 }
 
 func (f *runFlags) validate() error {
 	if f.format != "text" && f.format != "json" {
 		return usageError{fmt.Errorf("unknown --format %q (want text or json)", f.format)}
+	}
+	return nil
+}
+
+// errNoMainSession names both ways to say which Main a command acts for.
+var errNoMainSession = errors.New("Facets is not attached to an active Main session: pass --main-session ID or set $PI_FACETS_MAIN_SESSION (the Pi extension sets it for the commands it runs)")
+
+// requireMain fails like any refused operation when no Main session is
+// known, before the runtime is asked.
+func (f *runFlags) requireMain(a *app) error {
+	if f.mainSession == "" {
+		return f.failure(a, errNoMainSession)
 	}
 	return nil
 }
@@ -68,7 +82,7 @@ func (f *runFlags) runtime(bridge string) (*runtime.Runtime, error) {
 		root = channel.RuntimeRoot()
 	}
 	return &runtime.Runtime{
-		Surface:     &herdr.CLI{Runner: herdr.ExecRunner{}, Getenv: os.Getenv},
+		Surface:     &herdr.CLI{Runner: herdr.ExecRunner{Path: herdr.BinaryPath(f.herdrBin, os.Getenv)}, Getenv: os.Getenv},
 		Store:       runtime.Store{Dir: state},
 		ChannelRoot: root,
 		Bridge:      bridge,
@@ -192,6 +206,11 @@ func (f *manifestFlags) load(run *runFlags, profile string) (*compiler.Manifest,
 	if err != nil {
 		return nil, "", usageError{err}
 	}
+	// A Sub started with a missing -e file would come up without Facets and
+	// never answer; refuse before anything is launched.
+	if fi, err := os.Stat(bridge); err != nil || !fi.Mode().IsRegular() {
+		return nil, "", usageError{fmt.Errorf("Pi bridge %s is not a file: run facets pi-extension install, then pass --bridge \"$(facets pi-extension --path)\" or set FACETS_PI_BRIDGE to it", f.bridge)}
+	}
 	if f.manifest != "" {
 		m, err := compiler.LoadManifest(f.manifest)
 		if err != nil {
@@ -246,6 +265,18 @@ func (ts *toolSources) Set(v string) error {
 }
 
 func newDelegateCmd(a *app) *cobra.Command {
+	return newLaunchCmd(a, false)
+}
+
+func newInvokeCmd(a *app) *cobra.Command {
+	return newLaunchCmd(a, true)
+}
+
+// newLaunchCmd builds delegate (the Main's model launching a Sub) or, with
+// invoke, the user's /sub:<profile>: both take a profile, a task and the
+// Main's tool sources, and run under one runtime.DelegateRequest; delegate
+// alone chooses title, cwd and a session to resume.
+func newLaunchCmd(a *app, invoke bool) *cobra.Command {
 	var rf runFlags
 	var mf manifestFlags
 	var req runtime.DelegateRequest
@@ -263,68 +294,56 @@ kept and its id printed so "facets close --run ID" can retry.
 "adapter","tools","skills","sessionPersistence","sessionId"?,"tabId",
 "paneId"} or {"ok":false,"error","runId"?} (exit 1).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := rf.validate(); err != nil {
-				return err
-			}
-			if req.Profile == "" || req.Task == "" {
-				return usageError{errors.New("delegate needs --profile and --task")}
-			}
-			return rf.launch(a, cmd, &mf, req.Profile, func(ctx context.Context, rt *runtime.Runtime, m *compiler.Manifest) (string, any, error) {
-				req.Manifest, req.MainSessionID, req.ToolSources = m, rf.mainSession, sources
-				d, err := rt.Delegate(ctx, req)
-				return d.Text(), d, err
-			})
-		},
 	}
-	rf.register(cmd)
-	mf.register(cmd)
-	fl := cmd.Flags()
-	fl.StringVar(&req.Profile, "profile", "", "profile to launch (required)")
-	fl.StringVar(&req.Title, "title", "", "short title for the Sub's tab (at most 48 characters are shown)")
-	fl.StringVar(&req.Task, "task", "", "the Sub's first prompt (required)")
-	fl.StringVar(&req.Cwd, "cwd", "", "the Sub's working directory, relative to the Main's (ignored on --resume)")
-	fl.StringVar(&req.ResumeSessionID, "resume", "", "closed persistent Sub session to resume (id or unique prefix)")
-	fl.Var(&sources, "tool-source", toolSourceHelp)
-	return cmd
-}
-
-func newInvokeCmd(a *app) *cobra.Command {
-	var rf runFlags
-	var mf manifestFlags
-	var req runtime.InvokeRequest
-	var sources toolSources
-	cmd := &cobra.Command{
-		Use:   "invoke --profile P [--task TEXT]",
-		Short: "Run a user profile command (/sub:<profile>): reuse, resume or create the Main's bound Sub",
-		Long: `invoke is what /sub:<profile> does. The Main session and profile are bound to
+	if invoke {
+		cmd.Use = "invoke --profile P [--task TEXT]"
+		cmd.Short = "Run a user profile command (/sub:<profile>): reuse, resume or create the Main's bound Sub"
+		cmd.Long = `invoke is what /sub:<profile> does. The Main session and profile are bound to
 one Sub: while it is open the task is queued to it, a closed persistent
 session is resumed, otherwise a new Sub is created and bound. A binding
 that cannot be verified is an error, never a silent replacement.
 
 --format json prints the delegate shape with "action" created, resumed or
 queued (plus "messageId" when queued); "text" is the notification line
-"<action>: <profile> · <run8>[ · session <id>]".`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := rf.validate(); err != nil {
-				return err
-			}
-			if req.Profile == "" {
-				return usageError{errors.New("invoke needs --profile")}
-			}
-			return rf.launch(a, cmd, &mf, req.Profile, func(ctx context.Context, rt *runtime.Runtime, m *compiler.Manifest) (string, any, error) {
-				req.Manifest, req.MainSessionID, req.ToolSources = m, rf.mainSession, sources
+"<action>: <profile> · <run8>[ · session <id>]".`
+	}
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := rf.validate(); err != nil {
+			return err
+		}
+		switch {
+		case invoke && req.Profile == "":
+			return usageError{errors.New("invoke needs --profile")}
+		case !invoke && (req.Profile == "" || req.Task == ""):
+			return usageError{errors.New("delegate needs --profile and --task")}
+		}
+		if err := rf.requireMain(a); err != nil {
+			return err
+		}
+		return rf.launch(a, cmd, &mf, req.Profile, func(ctx context.Context, rt *runtime.Runtime, m *compiler.Manifest) (string, any, error) {
+			req.Manifest, req.MainSessionID, req.ToolSources = m, rf.mainSession, sources
+			if invoke {
 				d, err := rt.Invoke(ctx, req)
 				return runtime.InvocationText(d), d, err
-			})
-		},
+			}
+			d, err := rt.Delegate(ctx, req)
+			return d.Text(), d, err
+		})
 	}
 	rf.register(cmd)
 	mf.register(cmd)
-	cmd.Flags().StringVar(&req.Profile, "profile", "", "profile to invoke (required)")
-	cmd.Flags().StringVar(&req.Task, "task", "", "the user's request (default: the profile's own task)")
-	cmd.Flags().Var(&sources, "tool-source", toolSourceHelp)
+	fl := cmd.Flags()
+	if invoke {
+		fl.StringVar(&req.Profile, "profile", "", "profile to invoke (required)")
+		fl.StringVar(&req.Task, "task", "", "the user's request (default: the profile's own task)")
+	} else {
+		fl.StringVar(&req.Profile, "profile", "", "profile to launch (required)")
+		fl.StringVar(&req.Title, "title", "", "short title for the Sub's tab (at most 48 characters are shown)")
+		fl.StringVar(&req.Task, "task", "", "the Sub's task, its first user message (required; at most 1 MiB, never on herdr's command line)")
+		fl.StringVar(&req.Cwd, "cwd", "", "the Sub's working directory, relative to the Main's (ignored on --resume)")
+		fl.StringVar(&req.ResumeSessionID, "resume", "", "closed persistent Sub session to resume (id or unique prefix)")
+	}
+	fl.Var(&sources, "tool-source", toolSourceHelp)
 	return cmd
 }
 
@@ -342,6 +361,9 @@ prefix). Queuing is not acceptance; the Sub acknowledges it later.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rt, err := rf.runtime("")
 			if err != nil {
+				return err
+			}
+			if err := rf.requireMain(a); err != nil {
 				return err
 			}
 			if !cmd.Flags().Changed("message") {
@@ -381,6 +403,9 @@ that turn is over, so a late interrupt cannot cancel later work.
 			if err != nil {
 				return err
 			}
+			if err := rf.requireMain(a); err != nil {
+				return err
+			}
 			i, err := rt.Interrupt(rf.mainSession, runID)
 			if err != nil {
 				return rf.failure(a, err)
@@ -412,6 +437,9 @@ Sub messages keep the channel ("retained") without holding a slot.
 			if err != nil {
 				return err
 			}
+			if err := rf.requireMain(a); err != nil {
+				return err
+			}
 			ctx, stop := signalContext(cmd)
 			defer stop()
 			c, err := rt.Close(ctx, rf.mainSession, runID, reason)
@@ -434,9 +462,11 @@ func newListCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list [--all]",
 		Short: "List this Main's Subs with Herdr's live status, and resumable sessions",
-		Long: `list shows open Subs that are persistent, working or blocked, and closed
-persistent sessions that can be resumed; --all adds idle and unknown
-ephemeral Subs. Status is unknown when Herdr cannot report it.
+		Long: `list shows open Subs that are persistent or not idle (working, blocked,
+submitted: prompted but not started yet, queued: a message is waiting,
+gone: Herdr no longer has its pane), and closed persistent sessions that
+can be resumed; --all adds idle and unknown ephemeral Subs. Status is
+unknown when Herdr cannot report it.
 
 --format json prints {"ok":true,"text","open":[{"runId","subSessionId"?,
 "title","profile","sessionPersistence","origin"?,"purpose"?,"status",
@@ -447,6 +477,9 @@ ephemeral Subs. Status is unknown when Herdr cannot report it.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rt, err := rf.runtime("")
 			if err != nil {
+				return err
+			}
+			if err := rf.requireMain(a); err != nil {
 				return err
 			}
 			l, err := rt.List(cmd.Context(), rf.mainSession, all)

@@ -25,10 +25,16 @@ func runEnv(t *testing.T) string {
 	t.Setenv("HERDR_ENV", "1")
 	t.Setenv("HERDR_WORKSPACE_ID", "w1")
 	t.Setenv("PI_FACETS_MAIN_SESSION", "main-1")
-	t.Setenv("FACETS_PI_BRIDGE", "/opt/facets/bridge.ts")
+	bridge := filepath.Join(dir, "bridge.ts")
+	if err := os.WriteFile(bridge, []byte("// the Facets Pi bridge\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("FACETS_PI_BRIDGE", bridge)
 	t.Setenv("FACETS_STATE_DIR", filepath.Join(dir, "state"))
 	t.Setenv("XDG_RUNTIME_DIR", filepath.Join(dir, "xdg"))
 	t.Setenv("FACETS_ROLE_PACKS", "")
+	t.Setenv("HERDR_BIN_PATH", "")
+	t.Setenv("FACETS_HERDR", "")
 	return dir
 }
 
@@ -120,6 +126,66 @@ func TestSubCommandsExitCodes(t *testing.T) {
 	if code, _, errOut := runFacets(t, "", "list"); code != exitDiagnostics || !strings.Contains(errOut, "not attached to an active Main session") {
 		t.Errorf("no main session: exit %d %q", code, errOut)
 	}
+}
+
+// TestSubCommandMessages checks that each refusal names its fix.
+func TestSubCommandMessages(t *testing.T) {
+	dir := runEnv(t)
+	example, _ := filepath.Abs("../../testdata/example")
+	compile := []string{"--agent-dir", filepath.Join(example, "agent"), "--main-cwd", filepath.Join(example, "project", "service"), "--trust"}
+	t.Run("manual profile", func(t *testing.T) {
+		code, _, errOut := runFacets(t, "", append([]string{"delegate", "--profile", "review", "--task", "x"}, compile...)...)
+		if code != exitDiagnostics || errOut != "facets: 'review' is user-invoked only; run /sub:review\n" {
+			t.Errorf("exit %d %q", code, errOut)
+		}
+	})
+	t.Run("no main session", func(t *testing.T) {
+		t.Setenv("PI_FACETS_MAIN_SESSION", "")
+		for _, args := range [][]string{
+			{"list"},
+			{"talk", "--run", "r", "--message", "m"},
+			{"interrupt", "--run", "r"},
+			{"close", "--run", "r"},
+			append([]string{"delegate", "--profile", "oracle", "--task", "x"}, compile...),
+			append([]string{"invoke", "--profile", "review"}, compile...),
+		} {
+			code, _, errOut := runFacets(t, "", args...)
+			if code != exitDiagnostics || !strings.Contains(errOut, "--main-session") || !strings.Contains(errOut, "$PI_FACETS_MAIN_SESSION") {
+				t.Errorf("%s: exit %d %q", args[0], code, errOut)
+			}
+		}
+	})
+	t.Run("missing bridge file", func(t *testing.T) {
+		missing := filepath.Join(dir, "no-such-bridge.ts")
+		code, _, errOut := runFacets(t, "", append([]string{"delegate", "--profile", "oracle", "--task", "x", "--bridge", missing}, compile...)...)
+		if code != exitUsage || !strings.Contains(errOut, missing+" is not a file") || !strings.Contains(errOut, "facets pi-extension install") {
+			t.Errorf("exit %d %q", code, errOut)
+		}
+	})
+	t.Run("herdr missing", func(t *testing.T) {
+		t.Setenv("PATH", t.TempDir())
+		state := filepath.Join(dir, "state")
+		for _, args := range [][]string{
+			append([]string{"invoke", "--profile", "review"}, compile...),
+			append([]string{"delegate", "--profile", "oracle", "--task", "x"}, compile...),
+		} {
+			code, _, errOut := runFacets(t, "", args...)
+			if code != exitDiagnostics || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "https://herdr.dev") || strings.Contains(errOut, "adapter is unavailable") {
+				t.Errorf("%s: exit %d %q", args[0], code, errOut)
+			}
+			// A failed operation leaves no lock files in the state dir.
+			var locks []string
+			filepath.WalkDir(state, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && strings.HasSuffix(p, ".lock") {
+					locks = append(locks, p)
+				}
+				return nil
+			})
+			if len(locks) != 0 {
+				t.Errorf("%s left lock files: %v", args[0], locks)
+			}
+		}
+	})
 }
 
 func TestToolSourceFlag(t *testing.T) {
@@ -215,5 +281,31 @@ func TestDelegateToolSources(t *testing.T) {
 	}
 	if i := slices.Index(args, ext); i < 1 || args[i-1] != "-e" {
 		t.Errorf("Sub argv lacks -e %s: %q", ext, args)
+	}
+}
+
+// TestHerdrBinChoice: --herdr-bin and $FACETS_HERDR override $HERDR_BIN_PATH
+// (the pane's own herdr), which beats PATH.
+func TestHerdrBinChoice(t *testing.T) {
+	runEnv(t)
+	fake := filepath.Join(herdrtest.Binary(t), "herdr")
+	t.Setenv("PATH", t.TempDir())
+	example, _ := filepath.Abs("../../testdata/example")
+	delegate := []string{"delegate", "--profile", "oracle", "--title", "Advise", "--task", "go", "--agent-dir", filepath.Join(example, "agent"),
+		"--main-cwd", filepath.Join(example, "project", "service"), "--trust"}
+
+	if code, out, errOut := runFacets(t, "", delegate...); code != exitDiagnostics || !strings.Contains(errOut, "herdr is not installed") {
+		t.Errorf("without herdr: exit %d %s%s", code, out, errOut)
+	}
+	t.Setenv("HERDR_BIN_PATH", fake)
+	if code, out, errOut := runFacets(t, "", delegate...); code != exitOK {
+		t.Errorf("with $HERDR_BIN_PATH: exit %d %s%s", code, out, errOut)
+	}
+	t.Setenv("FACETS_HERDR", "/nonexistent/herdr")
+	if code, _, errOut := runFacets(t, "", delegate...); code != exitDiagnostics || !strings.Contains(errOut, "/nonexistent/herdr") {
+		t.Errorf("$FACETS_HERDR must win over $HERDR_BIN_PATH: exit %d %s", code, errOut)
+	}
+	if code, out, errOut := runFacets(t, "", append(delegate, "--herdr-bin", fake)...); code != exitOK {
+		t.Errorf("--herdr-bin must win over $FACETS_HERDR: exit %d %s%s", code, out, errOut)
 	}
 }

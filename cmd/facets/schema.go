@@ -6,22 +6,43 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/scaffold"
 )
 
 func newSchemaCmd(a *app) *cobra.Command {
-	var asCUE bool
+	var asCUE, install bool
 	var def string
+	var sf scopeFlags
 	cmd := &cobra.Command{
 		Use:   "schema",
 		Short: "Print the JSON Schema (or the CUE schema) for editors",
 		Long: `schema prints a JSON Schema (draft 2020-12) generated from the embedded CUE
 schema. Save it and point "$schema" in config.json at it to get editor
 validation. --cue prints the CUE source instead.`,
-		Example: `  facets schema > ~/.pi/agent/facets/profile.schema.json
+		Example: `  facets schema --install
+  facets schema --install --project
   facets schema --def role
   facets schema --cue`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !install && (sf.global || sf.project) {
+				return usageError{fmt.Errorf("--global and --project choose where --install writes; add --install")}
+			}
+			if install && def != "profile" {
+				return usageError{fmt.Errorf("--install writes the profile schema; drop --def %s", def)}
+			}
+			if install {
+				w, err := sf.where()
+				if err != nil {
+					return err
+				}
+				p, err := scaffold.InstallSchema(w)
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintln(a.stdout, p)
+				return err
+			}
 			if asCUE {
 				b, err := cue.Source()
 				if err != nil {
@@ -47,6 +68,9 @@ validation. --cue prints the CUE source instead.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asCUE, "cue", false, "print the CUE schema source")
+	cmd.Flags().BoolVar(&install, "install", false, "write the profile schema to <agentDir>/facets/profile.schema.json (or <cwd>/.pi/facets with --project), where scaffolded profiles point")
+	sf.register(cmd)
+	cmd.MarkFlagsMutuallyExclusive("install", "cue")
 	cmd.Flags().StringVar(&def, "def", "profile", "definition to render: profile (config.json), role (frontmatter) or manifest")
 	return cmd
 }

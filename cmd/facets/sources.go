@@ -54,6 +54,14 @@ func (f *sourceFlags) options() (compiler.Options, error) {
 	if fi, err := os.Stat(env.Cwd); err != nil || !fi.IsDir() {
 		return compiler.Options{}, usageError{fmt.Errorf("--cwd %s is not a directory", f.cwd)}
 	}
+	// An agent dir given explicitly must exist: a typo would otherwise pass
+	// silently with nothing checked. ~/.pi/agent may be missing on a fresh
+	// machine; that is reported as a no-profiles warning instead.
+	if f.agentDir != "" {
+		if fi, err := os.Stat(env.AgentDir); err != nil || !fi.IsDir() {
+			return compiler.Options{}, usageError{fmt.Errorf("--agent-dir %s is not a directory", f.agentDir)}
+		}
+	}
 	opts := compiler.Options{Env: env, BundledRoles: f.bundledRoles}
 	if opts.BundledRoles == "" {
 		opts.BundledRoles = os.Getenv("FACETS_BUNDLED_ROLES")

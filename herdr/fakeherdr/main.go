@@ -44,6 +44,29 @@ type control struct {
 	Malformed map[string]string `json:"malformed,omitempty"`
 	// AgentStatus, when set, is what agent get reports for every agent.
 	AgentStatus string `json:"agent_status,omitempty"`
+	// ShellInitMS is how long a new tab's shell initializes; agent start
+	// meanwhile answers agent_pane_busy, which herdr's CLI retries for up
+	// to 2 s (src/cli/agent.rs PANE_SHELL_READINESS_RETRY_TIMEOUT).
+	ShellInitMS int `json:"shell_init_ms,omitempty"`
+	// StartDelayMS is how long a started agent stays launch_pending before
+	// it is interactive_ready (real Herdr: at least its 3 s settle delay).
+	StartDelayMS int `json:"start_delay_ms,omitempty"`
+	// Startup is how the agent's startup ends: "" (ready), "blocked" (a
+	// startup dialog: agent_not_ready) or "exit" (agent_start_failed).
+	Startup string `json:"startup,omitempty"`
+	// PromptSubmitMS is the delay between agent prompt's answer and the
+	// Enter that makes the agent working (Herdr's
+	// AGENT_PROMPT_SUBMIT_DELAY, 300 ms); negative means never.
+	PromptSubmitMS *int `json:"prompt_submit_ms,omitempty"`
+	// TurnMS, when positive, ends each turn that long after it started:
+	// the agent goes back to idle ("done" in an unseen tab).
+	TurnMS int `json:"turn_ms,omitempty"`
+	// ConfirmClose makes closing the last tab of a workspace answer
+	// confirmation_required, as Herdr does for a worktree group.
+	ConfirmClose bool `json:"confirm_close,omitempty"`
+	// Unavailable lists panes whose terminal has no live runtime
+	// (agent start: agent_pane_unavailable).
+	Unavailable []string `json:"unavailable,omitempty"`
 }
 
 // failure is one injected error.
@@ -77,19 +100,24 @@ type tab struct {
 	Number      int               `json:"number"`
 	Label       string            `json:"label"`
 	Focused     bool              `json:"focused"`
+	Seen        bool              `json:"seen,omitempty"`
 	Panes       []string          `json:"panes"`
 	Env         map[string]string `json:"env,omitempty"`
 }
 
 type pane struct {
-	ID          string            `json:"id"`
-	TerminalID  string            `json:"terminal_id"`
-	WorkspaceID string            `json:"workspace_id"`
-	TabID       string            `json:"tab_id"`
-	Cwd         string            `json:"cwd,omitempty"`
-	Tokens      map[string]string `json:"tokens,omitempty"`
-	Source      string            `json:"metadata_source,omitempty"`
-	Agent       *agent            `json:"agent,omitempty"`
+	ID          string `json:"id"`
+	TerminalID  string `json:"terminal_id"`
+	WorkspaceID string `json:"workspace_id"`
+	TabID       string `json:"tab_id"`
+	Cwd         string `json:"cwd,omitempty"`
+	// Tokens are the terminal's metadata tokens: Herdr keeps them on the
+	// terminal, so they outlive agent starts and exits in the pane.
+	Tokens map[string]string `json:"tokens,omitempty"`
+	Source string            `json:"metadata_source,omitempty"`
+	// ShellReadyAt (unix ms) ends the new shell's initialization.
+	ShellReadyAt int64  `json:"shell_ready_at,omitempty"`
+	Agent        *agent `json:"agent,omitempty"`
 }
 
 type agent struct {
@@ -99,7 +127,19 @@ type agent struct {
 	Args    []string `json:"args,omitempty"`
 	Prompts []string `json:"prompts,omitempty"`
 	Seq     int      `json:"seq"`
+	// ReadyAt (unix ms) ends the launch-pending phase.
+	ReadyAt int64 `json:"ready_at,omitempty"`
+	// EnterAt (unix ms) is when a typed prompt's Enter lands; 0 when none
+	// is pending.
+	EnterAt int64 `json:"enter_at,omitempty"`
+	// TurnEndsAt (unix ms) ends the current turn when TurnMS is set.
+	TurnEndsAt int64 `json:"turn_ends_at,omitempty"`
+	// Exited is an agent whose process ended while its tab stayed open.
+	Exited bool `json:"exited,omitempty"`
 }
+
+// pending reports whether the agent is still launch_pending at now.
+func (a *agent) pending(now int64) bool { return now < a.ReadyAt }
 
 // cliError is how a command fails: a usage error (exit 2, plain text) or a
 // server error envelope (exit 1, JSON on stderr).
@@ -147,18 +187,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	unlock, err := lock(dir)
-	if err != nil {
-		fmt.Fprintln(stderr, "fakeherdr:", err)
-		return 70
-	}
-	defer unlock()
-	st, err := loadState(dir)
-	if err != nil {
-		fmt.Fprintln(stderr, "fakeherdr:", err)
-		return 70
-	}
-
 	id := cliID(args)
 	f, failing := ctl.Fail[command]
 	var out any
@@ -166,9 +194,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if failing && !f.AfterEffect {
 		cerr = injected(f)
 	} else {
-		out, cerr = dispatch(args, st, ctl)
-		if cerr == nil {
-			if err := saveState(dir, st); err != nil {
+		err := withState(dir, ctl, func(st *state) error {
+			out, cerr = dispatch(args, st, ctl)
+			return nil
+		})
+		if err != nil {
+			fmt.Fprintln(stderr, "fakeherdr:", err)
+			return 70
+		}
+		// agent start answers only once the agent is ready, polling
+		// without holding the state lock, as herdr's CLI does.
+		if w, ok := out.(startWait); ok {
+			out, cerr, err = w.wait(dir, ctl)
+			if err != nil {
 				fmt.Fprintln(stderr, "fakeherdr:", err)
 				return 70
 			}
@@ -196,6 +234,62 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	writeOutput(stdout, id, out, ctl.Malformed[command])
 	return 0
+}
+
+// withState runs fn on the state under the state lock, after applying
+// what happened since the last call, and saves it.
+func withState(dir string, ctl control, fn func(st *state) error) error {
+	unlock, err := lock(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	st, err := loadState(dir)
+	if err != nil {
+		return err
+	}
+	advance(st, ctl, nowMS())
+	if err := fn(st); err != nil {
+		return err
+	}
+	return saveState(dir, st)
+}
+
+func nowMS() int64 { return time.Now().UnixMilli() }
+
+// advance applies the timed transitions due by now: a launch that settles
+// (ready, blocked on a startup dialog, or exited), a prompt's delayed Enter
+// (idle → working) and the end of a turn (working → idle). Each bumps the
+// agent's state_change_seq, as Herdr does on every transition.
+func advance(st *state, ctl control, now int64) {
+	for _, id := range sortedKeys(st.Panes) {
+		a := st.Panes[id].Agent
+		if a == nil || a.Exited {
+			continue
+		}
+		if a.Status == "starting" && !a.pending(now) {
+			switch ctl.Startup {
+			case "blocked":
+				a.Status = "blocked"
+			case "exit":
+				a.Exited = true
+			default:
+				a.Status = "idle"
+			}
+			a.Seq++
+		}
+		if a.EnterAt > 0 && now >= a.EnterAt {
+			a.Status, a.EnterAt = "working", 0
+			a.Seq++
+			if ctl.TurnMS > 0 {
+				a.TurnEndsAt = now + int64(ctl.TurnMS)
+			}
+		}
+		if a.TurnEndsAt > 0 && now >= a.TurnEndsAt {
+			a.Status, a.TurnEndsAt = "idle", 0
+			a.Seq++
+		}
+	}
 }
 
 func injected(f failure) *cliError {
@@ -319,7 +413,7 @@ func dispatch(args []string, st *state, ctl control) (any, *cliError) {
 		return rawText("herdr " + version + "\n"), nil
 	case "status":
 		return statusCommand(args[1:], ctl, version)
-	case "tab", "agent", "pane":
+	case "tab", "agent", "pane", "workspace":
 	default:
 		return nil, usage("unknown command: %s\nrun 'herdr --help' for usage", args[0])
 	}
@@ -335,19 +429,23 @@ func dispatch(args []string, st *state, ctl control) (any, *cliError) {
 	rest := args[2:]
 	switch args[0] + " " + args[1] {
 	case "tab create":
-		return tabCreate(rest, st)
+		return tabCreate(rest, st, ctl)
 	case "tab get":
 		return tabGet(rest, st)
 	case "tab close":
-		return tabClose(rest, st)
+		return tabClose(rest, st, ctl)
 	case "agent start":
-		return agentStart(rest, st)
+		return agentStart(rest, st, ctl)
 	case "agent prompt":
-		return agentPrompt(rest, st)
+		return agentPrompt(rest, st, ctl)
 	case "agent get":
 		return agentGet(rest, st, ctl)
 	case "pane report-metadata":
 		return paneReportMetadata(rest, st)
+	case "pane get":
+		return paneGet(rest, st)
+	case "workspace list":
+		return workspaceList(rest, st)
 	}
 	return nil, usage("unknown %s command: %s", args[0], args[1])
 }
@@ -418,7 +516,7 @@ func flagValue(args []string, i int) (string, *cliError) {
 	return args[i+1], nil
 }
 
-func tabCreate(args []string, st *state) (any, *cliError) {
+func tabCreate(args []string, st *state, ctl control) (any, *cliError) {
 	var wsID, cwd, label string
 	env := map[string]string{}
 	focus := false
@@ -462,9 +560,10 @@ func tabCreate(args []string, st *state) (any, *cliError) {
 	if ws == nil {
 		return nil, serverErr("workspace_not_found", "workspace %s not found", wsID)
 	}
-	t := &tab{ID: fmt.Sprintf("%s:t%d", wsID, ws.NextTab), WorkspaceID: wsID, Number: ws.NextTab, Label: label, Focused: focus, Env: env}
+	t := &tab{ID: wsID + ":t" + publicNumber(ws.NextTab), WorkspaceID: wsID, Number: ws.NextTab, Label: label, Focused: focus, Seen: focus, Env: env}
 	ws.NextTab++
 	p := newPane(st, ws, t.ID, cwd)
+	p.ShellReadyAt = nowMS() + int64(ctl.ShellInitMS)
 	t.Panes = []string{p.ID}
 	if t.Label == "" {
 		t.Label = strconv.Itoa(t.Number)
@@ -474,12 +573,29 @@ func tabCreate(args []string, st *state) (any, *cliError) {
 		Type     string   `json:"type"`
 		Tab      tabInfo  `json:"tab"`
 		RootPane paneInfo `json:"root_pane"`
-	}{"tab_created", infoOfTab(st, t), infoOfPane(p)}, nil
+	}{"tab_created", infoOfTab(st, t), infoOfPane(st, p)}, nil
+}
+
+// publicNumber is Herdr's bijective base-32 id number (src/workspace.rs
+// encode_public_number): 1…9, A…Z without I, L, O, U, then 0 for 32, 11…
+func publicNumber(n int) string {
+	const alphabet = "123456789ABCDEFGHJKMNPQRSTVWXYZ0"
+	if n == 0 {
+		return "0"
+	}
+	var b []byte
+	for n > 0 {
+		b = append([]byte{alphabet[(n-1)%32]}, b...)
+		n = (n - 1) / 32
+	}
+	return string(b)
 }
 
 func newPane(st *state, ws *workspace, tabID, cwd string) *pane {
 	st.NextTerminal++
-	p := &pane{ID: fmt.Sprintf("%s:p%d", ws.ID, ws.NextPane), TerminalID: fmt.Sprintf("term_%08x", st.NextTerminal),
+	// Terminal ids are the allocation time in microseconds and a counter
+	// (src/terminal/id.rs), so a restarted server never repeats one.
+	p := &pane{ID: ws.ID + ":p" + publicNumber(ws.NextPane), TerminalID: fmt.Sprintf("term_%x%x", time.Now().UnixMicro(), st.NextTerminal),
 		WorkspaceID: ws.ID, TabID: tabID, Cwd: cwd}
 	ws.NextPane++
 	st.Panes[p.ID] = p
@@ -500,8 +616,8 @@ type tabInfo struct {
 func infoOfTab(st *state, t *tab) tabInfo {
 	status := "unknown"
 	for _, id := range t.Panes {
-		if p := st.Panes[id]; p != nil && p.Agent != nil {
-			status = p.Agent.Status
+		if p := st.Panes[id]; p != nil && p.Agent != nil && !p.Agent.Exited {
+			status = publicStatus(st, p)
 		}
 	}
 	return tabInfo{t.ID, t.WorkspaceID, t.Number, t.Label, t.Focused, len(t.Panes), status}
@@ -509,23 +625,93 @@ func infoOfTab(st *state, t *tab) tabInfo {
 
 // paneInfo follows herdr's PaneInfo field order (optional fields omitted).
 type paneInfo struct {
-	PaneID      string `json:"pane_id"`
-	TerminalID  string `json:"terminal_id"`
-	WorkspaceID string `json:"workspace_id"`
-	TabID       string `json:"tab_id"`
-	Focused     bool   `json:"focused"`
-	Cwd         string `json:"cwd,omitempty"`
-	Agent       string `json:"agent,omitempty"`
-	AgentStatus string `json:"agent_status"`
-	Revision    int    `json:"revision"`
+	PaneID      string            `json:"pane_id"`
+	TerminalID  string            `json:"terminal_id"`
+	WorkspaceID string            `json:"workspace_id"`
+	TabID       string            `json:"tab_id"`
+	Focused     bool              `json:"focused"`
+	Cwd         string            `json:"cwd,omitempty"`
+	Agent       string            `json:"agent,omitempty"`
+	AgentStatus string            `json:"agent_status"`
+	Tokens      map[string]string `json:"tokens,omitempty"`
+	Revision    int               `json:"revision"`
 }
 
-func infoOfPane(p *pane) paneInfo {
-	info := paneInfo{PaneID: p.ID, TerminalID: p.TerminalID, WorkspaceID: p.WorkspaceID, TabID: p.TabID, Cwd: p.Cwd, AgentStatus: "unknown"}
-	if p.Agent != nil {
-		info.Agent, info.AgentStatus = p.Agent.Kind, p.Agent.Status
+func infoOfPane(st *state, p *pane) paneInfo {
+	info := paneInfo{PaneID: p.ID, TerminalID: p.TerminalID, WorkspaceID: p.WorkspaceID, TabID: p.TabID, Cwd: p.Cwd,
+		AgentStatus: "unknown", Tokens: p.Tokens}
+	if p.Agent != nil && !p.Agent.Exited {
+		info.Agent, info.AgentStatus = p.Agent.Kind, publicStatus(st, p)
 	}
 	return info
+}
+
+// publicStatus is the agent_status Herdr reports: "done" is idle in a tab
+// not seen since (src/app/agents.rs), unknown while the launch is pending.
+func publicStatus(st *state, p *pane) string {
+	switch s := p.Agent.Status; s {
+	case "starting":
+		return "unknown"
+	case "idle":
+		if t := st.Tabs[p.TabID]; t != nil && !t.Seen {
+			return "done"
+		}
+		return s
+	default:
+		return s
+	}
+}
+
+// workspaceInfo follows herdr's WorkspaceInfo field order
+// (src/api/schema/workspaces.rs).
+type workspaceInfo struct {
+	WorkspaceID string `json:"workspace_id"`
+	Number      int    `json:"number"`
+	Label       string `json:"label"`
+	Focused     bool   `json:"focused"`
+	PaneCount   int    `json:"pane_count"`
+	TabCount    int    `json:"tab_count"`
+	ActiveTabID string `json:"active_tab_id"`
+	AgentStatus string `json:"agent_status"`
+}
+
+func workspaceList(args []string, st *state) (any, *cliError) {
+	if len(args) != 0 {
+		return nil, usage("usage: herdr workspace list")
+	}
+	list := []workspaceInfo{}
+	for i, id := range sortedKeys(st.Workspaces) {
+		info := workspaceInfo{WorkspaceID: id, Number: i + 1, Label: id, Focused: i == 0, AgentStatus: "unknown"}
+		for _, tid := range sortedKeys(st.Tabs) {
+			if t := st.Tabs[tid]; t.WorkspaceID == id {
+				if info.TabCount == 0 {
+					info.ActiveTabID = tid
+				}
+				info.TabCount++
+				info.PaneCount += len(t.Panes)
+			}
+		}
+		list = append(list, info)
+	}
+	return struct {
+		Type       string          `json:"type"`
+		Workspaces []workspaceInfo `json:"workspaces"`
+	}{"workspace_list", list}, nil
+}
+
+func paneGet(args []string, st *state) (any, *cliError) {
+	id, cerr := oneArg(args, "pane get <pane_id>")
+	if cerr != nil {
+		return nil, cerr
+	}
+	p := st.Panes[id]
+	if p == nil {
+		return nil, serverErr("pane_not_found", "pane %s not found", id)
+	}
+	return struct {
+		Type string   `json:"type"`
+		Pane paneInfo `json:"pane"`
+	}{"pane_info", infoOfPane(st, p)}, nil
 }
 
 func oneArg(args []string, what string) (string, *cliError) {
@@ -550,7 +736,16 @@ func tabGet(args []string, st *state) (any, *cliError) {
 	}{"tab_info", infoOfTab(st, t)}, nil
 }
 
-func tabClose(args []string, st *state) (any, *cliError) {
+func lastTab(st *state, t *tab) bool {
+	for _, other := range st.Tabs {
+		if other.ID != t.ID && other.WorkspaceID == t.WorkspaceID {
+			return false
+		}
+	}
+	return true
+}
+
+func tabClose(args []string, st *state, ctl control) (any, *cliError) {
 	id, cerr := oneArg(args, "tab close <tab_id>")
 	if cerr != nil {
 		return nil, cerr
@@ -558,6 +753,9 @@ func tabClose(args []string, st *state) (any, *cliError) {
 	t := st.Tabs[id]
 	if t == nil {
 		return nil, serverErr("tab_not_found", "tab %s not found", id)
+	}
+	if ctl.ConfirmClose && lastTab(st, t) {
+		return nil, serverErr("confirmation_required", "closing this tab would close a worktree group")
 	}
 	for _, p := range t.Panes {
 		delete(st.Panes, p)
@@ -587,7 +785,7 @@ func knownAgentKind(kind string) bool {
 	return false
 }
 
-func agentStart(args []string, st *state) (any, *cliError) {
+func agentStart(args []string, st *state, ctl control) (any, *cliError) {
 	var name, kind, paneID string
 	timeout := 30000
 	var agentArgs []string
@@ -632,43 +830,96 @@ func agentStart(args []string, st *state) (any, *cliError) {
 		return nil, usage("missing required --pane")
 	case !knownAgentKind(kind):
 		return nil, usage("unsupported interactive agent kind: %s", kind)
-	case !regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`).MatchString(name):
-		return nil, serverErr("invalid_agent_name", "invalid agent name %q", name)
-	case timeout <= 3000 || timeout > 300000:
-		return nil, serverErr("invalid_agent_timeout", "agent start timeout must be greater than 3000 and at most 300000 ms")
+	}
+	// herdr's CLI retries agent_pane_busy for up to 2 s while a new tab's
+	// shell is still initializing (src/cli/agent.rs).
+	if p := st.Panes[paneID]; p != nil && p.Agent == nil {
+		if wait := p.ShellReadyAt - nowMS(); wait > 0 {
+			time.Sleep(time.Duration(min(wait, 2000)) * time.Millisecond)
+		}
+	}
+	// The server's checks, in the order of start_agent (src/app/agents.rs).
+	if !regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`).MatchString(name) {
+		return nil, serverErr("invalid_agent_name", "agent names must start with a lowercase letter and contain only lowercase letters, digits, '_' or '-' (at most 32)")
 	}
 	for _, a := range agentArgs {
 		if strings.IndexFunc(a, unicode.IsControl) >= 0 {
-			return nil, serverErr("invalid_agent_argument", "agent arguments must not contain control characters")
+			return nil, serverErr("invalid_agent_argument", "agent arguments cannot be encoded safely for the target shell")
 		}
-	}
-	p := st.Panes[paneID]
-	if p == nil {
-		return nil, serverErr("agent_pane_not_found", "pane %s not found", paneID)
-	}
-	if p.Agent != nil {
-		return nil, serverErr("agent_pane_busy", "pane %s is not at an idle shell prompt", paneID)
 	}
 	if findAgent(st, name) != nil {
 		return nil, serverErr("agent_name_taken", "agent name %s is already in use", name)
 	}
+	p := st.Panes[paneID]
+	if p == nil {
+		return nil, serverErr("agent_pane_not_found", "agent target pane %s not found", paneID)
+	}
+	if p.Agent != nil && !p.Agent.Exited || nowMS() < p.ShellReadyAt {
+		return nil, serverErr("agent_pane_busy", "agent target pane %s is not an available shell", paneID)
+	}
+	for _, u := range ctl.Unavailable {
+		if u == paneID {
+			return nil, serverErr("agent_pane_unavailable", "agent target pane %s has no live terminal", paneID)
+		}
+	}
+	if timeout <= 3000 || timeout > 300000 {
+		return nil, serverErr("invalid_agent_timeout", "agent start timeout must be greater than 3000 and at most 300000 ms")
+	}
 	if kind != "pi" {
 		return nil, serverErr("agent_start_failed", "fakeherdr only runs pi")
 	}
-	p.Agent = &agent{Name: name, Kind: kind, Status: "idle", Args: agentArgs, Seq: 1}
-	return struct {
-		Type  string    `json:"type"`
-		Agent agentInfo `json:"agent"`
-		Argv  []string  `json:"argv"`
-	}{"agent_started", infoOfAgent(p, ""), append([]string{"pi"}, agentArgs...)}, nil
+	now := nowMS()
+	p.Agent = &agent{Name: name, Kind: kind, Status: "starting", Args: agentArgs, Seq: 1, ReadyAt: now + int64(ctl.StartDelayMS)}
+	return startWait{PaneID: paneID, Name: name, TerminalID: p.TerminalID, Deadline: now + int64(timeout),
+		Argv: append([]string{"pi"}, agentArgs...)}, nil
+}
+
+// startWait is an agent start whose answer waits for the agent's launch to
+// settle, as herdr's CLI polls agent.get after the server accepted it.
+type startWait struct {
+	PaneID, Name, TerminalID string
+	Deadline                 int64
+	Argv                     []string
+}
+
+func (w startWait) wait(dir string, ctl control) (any, *cliError, error) {
+	for {
+		var out any
+		var cerr *cliError
+		done := false
+		err := withState(dir, ctl, func(st *state) error {
+			p := st.Panes[w.PaneID]
+			switch {
+			case p == nil || p.TerminalID != w.TerminalID || p.Agent == nil || p.Agent.Name != w.Name:
+				cerr, done = serverErr("agent_name_not_found", "named agent %s no longer owns the target terminal", w.Name), true
+			case p.Agent.Exited:
+				cerr, done = serverErr("agent_start_failed", "agent process exited before becoming interactive"), true
+			case p.Agent.Status == "blocked":
+				cerr, done = serverErr("agent_not_ready", "agent %s is blocked during startup and is not ready for prompts", w.Name), true
+			case p.Agent.Status != "starting":
+				out, done = struct {
+					Type  string    `json:"type"`
+					Agent agentInfo `json:"agent"`
+					Argv  []string  `json:"argv"`
+				}{"agent_started", infoOfAgent(st, p, ""), w.Argv}, true
+			case nowMS() >= w.Deadline:
+				cerr, done = serverErr("timeout", "timed out waiting for agent startup"), true
+			}
+			return nil
+		})
+		if err != nil || done {
+			return out, cerr, err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func findAgent(st *state, target string) *pane {
-	if p := st.Panes[target]; p != nil && p.Agent != nil {
+	if p := st.Panes[target]; p != nil && p.Agent != nil && !p.Agent.Exited {
 		return p
 	}
 	for _, id := range sortedKeys(st.Panes) {
-		if p := st.Panes[id]; p.Agent != nil && p.Agent.Name == target {
+		if p := st.Panes[id]; p.Agent != nil && !p.Agent.Exited && p.Agent.Name == target {
 			return p
 		}
 	}
@@ -687,23 +938,26 @@ type agentInfo struct {
 	TabID            string            `json:"tab_id"`
 	PaneID           string            `json:"pane_id"`
 	Focused          bool              `json:"focused"`
+	LaunchPending    bool              `json:"launch_pending,omitempty"`
 	InteractiveReady bool              `json:"interactive_ready,omitempty"`
 	StateChangeSeq   int               `json:"state_change_seq"`
 	Cwd              string            `json:"cwd,omitempty"`
 	Revision         int               `json:"revision"`
 }
 
-func infoOfAgent(p *pane, statusOverride string) agentInfo {
-	status := p.Agent.Status
+func infoOfAgent(st *state, p *pane, statusOverride string) agentInfo {
+	status := publicStatus(st, p)
 	if statusOverride != "" {
 		status = statusOverride
 	}
+	starting := p.Agent.Status == "starting"
 	return agentInfo{TerminalID: p.TerminalID, Name: p.Agent.Name, Agent: p.Agent.Kind, AgentStatus: status,
 		Tokens: p.Tokens, WorkspaceID: p.WorkspaceID, TabID: p.TabID, PaneID: p.ID,
-		InteractiveReady: true, StateChangeSeq: p.Agent.Seq, Cwd: p.Cwd, Revision: p.Agent.Seq}
+		LaunchPending: starting, InteractiveReady: !starting && p.Agent.Status != "blocked",
+		StateChangeSeq: p.Agent.Seq, Cwd: p.Cwd, Revision: p.Agent.Seq}
 }
 
-func agentPrompt(args []string, st *state) (any, *cliError) {
+func agentPrompt(args []string, st *state, ctl control) (any, *cliError) {
 	if len(args) < 2 {
 		return nil, usage("usage: herdr agent prompt <target> <text> [--wait] [--until STATUS]... [--timeout MS]")
 	}
@@ -726,27 +980,41 @@ func agentPrompt(args []string, st *state) (any, *cliError) {
 	if untilOrTimeout && !wait {
 		return nil, usage("--until and --timeout require --wait")
 	}
-	if strings.TrimSpace(text) == "" {
-		return nil, serverErr("empty_agent_prompt", "prompt text must not be empty")
+	// The checks of handle_agent_prompt (src/app/api/agents.rs), in order.
+	if text == "" {
+		return nil, serverErr("empty_agent_prompt", "agent prompt must not be empty")
 	}
 	p := findAgent(st, target)
 	if p == nil {
 		return nil, serverErr("agent_not_found", "agent %s not found", target)
 	}
 	if p.Agent.Status == "blocked" {
-		return nil, serverErr("agent_blocked", "agent %s is blocked; no input sent", target)
+		return nil, serverErr("agent_blocked", "agent %s is blocked and requires interactive input", target)
 	}
+	if p.Agent.Status == "starting" {
+		return nil, serverErr("agent_not_ready", "agent %s is not ready for prompts", target)
+	}
+	// The text is typed now and Enter pressed after a delay, so the answer
+	// carries the state before the submission.
+	info := infoOfAgent(st, p, "")
 	p.Agent.Prompts = append(p.Agent.Prompts, text)
-	p.Agent.Seq++
-	p.Agent.Status = "working"
+	submit := 300
+	if ctl.PromptSubmitMS != nil {
+		submit = *ctl.PromptSubmitMS
+	}
+	if submit >= 0 {
+		p.Agent.EnterAt = nowMS() + int64(submit)
+	}
 	if wait {
-		p.Agent.Seq++
+		p.Agent.EnterAt = 0
+		p.Agent.Seq += 2
 		p.Agent.Status = "idle"
+		info = infoOfAgent(st, p, "")
 	}
 	return struct {
 		Type  string    `json:"type"`
 		Agent agentInfo `json:"agent"`
-	}{"agent_prompted", infoOfAgent(p, "")}, nil
+	}{"agent_prompted", info}, nil
 }
 
 func agentGet(args []string, st *state, ctl control) (any, *cliError) {
@@ -761,7 +1029,7 @@ func agentGet(args []string, st *state, ctl control) (any, *cliError) {
 	return struct {
 		Type  string    `json:"type"`
 		Agent agentInfo `json:"agent"`
-	}{"agent_info", infoOfAgent(p, ctl.AgentStatus)}, nil
+	}{"agent_info", infoOfAgent(st, p, ctl.AgentStatus)}, nil
 }
 
 func paneReportMetadata(args []string, st *state) (any, *cliError) {
@@ -769,6 +1037,7 @@ func paneReportMetadata(args []string, st *state) (any, *cliError) {
 		return nil, usage("usage: herdr pane report-metadata <pane_id> --source ID [--token NAME=VALUE]...")
 	}
 	paneID, source := args[0], ""
+	// As in herdr's CLI, a repeated --token key keeps its last value.
 	tokens := map[string]string{}
 	for i := 1; i < len(args); i++ {
 		switch args[i] {
@@ -798,11 +1067,66 @@ func paneReportMetadata(args []string, st *state) (any, *cliError) {
 	if source == "" {
 		return nil, usage("missing required --source")
 	}
-	p := st.Panes[paneID]
-	if p == nil {
+	if p := st.Panes[paneID]; p == nil {
 		return nil, serverErr("pane_not_found", "pane %s not found", paneID)
 	}
-	p.Source, p.Tokens = source, tokens
+	// handle_pane_report_metadata (src/app/api/panes.rs): source, then
+	// tokens (normalize_metadata_tokens in src/app/api_helpers.rs), then
+	// the per-terminal limit, then the merge (src/metadata_tokens.rs).
+	source = strings.TrimSpace(source)
+	switch {
+	case source == "":
+		return nil, serverErr("invalid_metadata_source", "metadata source must not be empty")
+	case len([]rune(source)) > 80:
+		return nil, serverErr("invalid_metadata_source", "metadata source must be 80 characters or fewer")
+	case !regexp.MustCompile(`^[A-Za-z0-9:._-]+$`).MatchString(source):
+		return nil, serverErr("invalid_metadata_source", "metadata source may contain only ASCII letters, digits, colon, dot, underscore, and hyphen")
+	}
+	if len(tokens) == 0 {
+		return nil, serverErr("invalid_metadata_request", "missing metadata field to set or clear")
+	}
+	if len(tokens) > 16 {
+		return nil, serverErr("invalid_metadata_token", "a metadata report may update at most 16 tokens")
+	}
+	patch := map[string]*string{}
+	for _, k := range sortedKeys(tokens) {
+		if !regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`).MatchString(k) {
+			return nil, serverErr("invalid_metadata_token", "invalid metadata token key: %s", k)
+		}
+		v := []rune(strings.Map(func(r rune) rune {
+			if unicode.IsControl(r) {
+				return -1
+			}
+			return r
+		}, strings.TrimSpace(tokens[k])))
+		if len(v) > 80 {
+			v = v[:80]
+		}
+		if norm := strings.TrimSpace(string(v)); norm != "" {
+			patch[k] = &norm
+		} else {
+			patch[k] = nil // an empty value clears the token
+		}
+	}
+	p := st.Panes[paneID]
+	merged := map[string]string{}
+	for k, v := range p.Tokens {
+		merged[k] = v
+	}
+	for k, v := range patch {
+		if v == nil {
+			delete(merged, k)
+		} else {
+			merged[k] = *v
+		}
+	}
+	if len(merged) > 32 {
+		return nil, serverErr("metadata_token_limit", "pane metadata may contain at most 32 tokens")
+	}
+	p.Source, p.Tokens = source, merged
+	if len(merged) == 0 {
+		p.Tokens = nil
+	}
 	return nil, nil
 }
 
@@ -886,7 +1210,7 @@ func loadState(dir string) (*state, error) {
 		st := &state{Workspaces: map[string]*workspace{}, Tabs: map[string]*tab{}, Panes: map[string]*pane{}}
 		ws := &workspace{ID: "w1", NextTab: 1, NextPane: 1}
 		st.Workspaces[ws.ID] = ws
-		t := &tab{ID: "w1:t1", WorkspaceID: "w1", Number: 1, Label: "main", Focused: true}
+		t := &tab{ID: "w1:t1", WorkspaceID: "w1", Number: 1, Label: "main", Focused: true, Seen: true}
 		ws.NextTab++
 		p := newPane(st, ws, t.ID, "")
 		t.Panes = []string{p.ID}

@@ -96,12 +96,76 @@ func (f *Fake) Getenv(name string) string {
 // Control mirrors fakeherdr's control.json: which steps fail, hang or
 // answer malformed output, and what agent status to report.
 type Control struct {
-	Version     string             `json:"version,omitempty"`
-	Server      string             `json:"server,omitempty"`
-	Fail        map[string]Failure `json:"fail,omitempty"`
-	Hang        []string           `json:"hang,omitempty"`
-	Malformed   map[string]string  `json:"malformed,omitempty"`
-	AgentStatus string             `json:"agent_status,omitempty"`
+	Version        string             `json:"version,omitempty"`
+	Server         string             `json:"server,omitempty"`
+	Fail           map[string]Failure `json:"fail,omitempty"`
+	Hang           []string           `json:"hang,omitempty"`
+	Malformed      map[string]string  `json:"malformed,omitempty"`
+	AgentStatus    string             `json:"agent_status,omitempty"`
+	ShellInitMS    int                `json:"shell_init_ms,omitempty"`
+	StartDelayMS   int                `json:"start_delay_ms,omitempty"`
+	Startup        string             `json:"startup,omitempty"`
+	PromptSubmitMS *int               `json:"prompt_submit_ms,omitempty"`
+	TurnMS         int                `json:"turn_ms,omitempty"`
+	ConfirmClose   bool               `json:"confirm_close,omitempty"`
+	Unavailable    []string           `json:"unavailable,omitempty"`
+}
+
+// Never is a PromptSubmitMS that never presses Enter, so a prompted agent
+// stays idle for the whole test.
+func Never() *int { n := -1; return &n }
+
+// Restart simulates a fresh Herdr server at the same socket: every tab,
+// pane and agent is gone and ids start again at w1:t1 (the Main's tab),
+// so a stored id may now name an unrelated tab.
+func (f *Fake) Restart() {
+	f.tb.Helper()
+	if err := os.Remove(filepath.Join(f.Dir, "state.json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		f.tb.Fatal(err)
+	}
+}
+
+// Run invokes the fake herdr with args in the fake's environment, as a
+// user would in another pane, and returns its stdout.
+func (f *Fake) Run(args ...string) string {
+	f.tb.Helper()
+	cmd := exec.Command(filepath.Join(f.Getenv("PATH"), "herdr"), args...)
+	cmd.Env = f.Env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		f.tb.Fatalf("herdr %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
+	}
+	return string(out)
+}
+
+// ExitAgent ends the agent in pane as if its process quit while the tab
+// stays open: agent get and agent prompt then answer agent_not_found.
+func (f *Fake) ExitAgent(pane string) {
+	f.tb.Helper()
+	path := filepath.Join(f.Dir, "state.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		f.tb.Fatal(err)
+	}
+	var st map[string]any
+	if err := json.Unmarshal(data, &st); err != nil {
+		f.tb.Fatal(err)
+	}
+	panes, _ := st["panes"].(map[string]any)
+	p, _ := panes[pane].(map[string]any)
+	a, _ := p["agent"].(map[string]any)
+	if a == nil {
+		f.tb.Fatalf("pane %s has no agent", pane)
+	}
+	a["exited"] = true
+	if data, err = json.Marshal(st); err != nil {
+		f.tb.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		f.tb.Fatal(err)
+	}
 }
 
 // Failure is how one step fails.
@@ -173,10 +237,11 @@ type Tab struct {
 
 // Pane is a pane in the fake's state, with the agent started in it.
 type Pane struct {
-	TabID  string            `json:"tab_id"`
-	Tokens map[string]string `json:"tokens"`
-	Source string            `json:"metadata_source"`
-	Agent  *struct {
+	TabID      string            `json:"tab_id"`
+	TerminalID string            `json:"terminal_id"`
+	Tokens     map[string]string `json:"tokens"`
+	Source     string            `json:"metadata_source"`
+	Agent      *struct {
 		Args    []string `json:"args"`
 		Prompts []string `json:"prompts"`
 	} `json:"agent"`

@@ -65,8 +65,11 @@ func Create(root string, m Manifest) (*Channel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create channel: encode manifest: %w", err)
 	}
-	if len(data) > MaxMessageBytes {
-		return nil, fmt.Errorf("create channel: %s exceeds %d bytes", manifestFile, MaxMessageBytes)
+	if len(m.Task) > MaxMessageBytes {
+		return nil, fmt.Errorf("create channel: the task is %d bytes, over the %d byte limit", len(m.Task), MaxMessageBytes)
+	}
+	if len(data) > maxManifestBytes {
+		return nil, fmt.Errorf("create channel: %s exceeds %d bytes", manifestFile, maxManifestBytes)
 	}
 	session, err := ensurePrivateDir(root, Safe(m.MainSessionID))
 	if err != nil {
@@ -183,7 +186,7 @@ func openUnchecked(dir string) (*Channel, error) {
 		return nil, fmt.Errorf("open channel: %w", err)
 	}
 	c := &Channel{dir: dir, root: root, now: time.Now}
-	data, err := readFileAt(root, manifestFile, MaxMessageBytes)
+	data, err := readFileAt(root, manifestFile, maxManifestBytes)
 	if err == nil {
 		c.manifest, err = decodeManifest(data)
 	}

@@ -41,11 +41,14 @@ const (
 
 func sequenceFile(d Direction) string { return string(d) + "-sequence.json" }
 
-// Size limits: the manifest and talk payloads share the 1 MiB limit of the
-// reference, control files are kept small because they are read on every wake.
+// Size limits: talk payloads and a delegated task have the 1 MiB limit of
+// the reference; the manifest holds the task beside the profile snapshot, so
+// it may be larger; control files are kept small because they are read on
+// every wake.
 const (
-	MaxMessageBytes = 1 << 20
-	maxControlBytes = 64 << 10
+	MaxMessageBytes  = 1 << 20
+	maxManifestBytes = 4 << 20
+	maxControlBytes  = 64 << 10
 )
 
 // RuntimeRoot returns $XDG_RUNTIME_DIR/pi-facets-<uid>, falling back to the

@@ -123,6 +123,13 @@ func IsMCPTool(name string) bool {
 // DefaultManualTask is the task of a profile command invoked without text.
 const DefaultManualTask = "The user invoked this profile for the current workspace. Perform the task described by your profile; ask Main for any required details."
 
+// KickoffPrompt is the only text herdr types into a new Sub. The task
+// itself stays in the channel manifest (a 0600 file), because herdr takes a
+// prompt on its command line, where any local user can read it and Linux
+// caps an argument at 128 KiB. The Sub's extension replaces this exact text
+// with the task, so the task is the Sub's first user message.
+const KickoffPrompt = "[Facets] Start the task from this Sub's channel."
+
 // ManualTask wraps a user's /sub: request so the Sub knows it came from the
 // user rather than from Main's model; an empty task gets the default.
 func ManualTask(profile, task string) string {

@@ -907,8 +907,10 @@ func TestDelegateTalkCloseWithRealPi(t *testing.T) {
 		t.Fatalf("prompt: %v", r)
 	}
 	sub, agent := e.playHerdrPane(main, herdrState)
-	if agent.Prompts[0] != task {
-		t.Fatalf("herdr prompt = %q, want the task %q", agent.Prompts[0], task)
+	// herdr types only the fixed kickoff; the Sub's extension replaces it
+	// with the task from its channel (the Sub's model checks below see it).
+	if agent.Prompts[0] != launch.KickoffPrompt {
+		t.Fatalf("herdr prompt = %q, want the kickoff %q", agent.Prompts[0], launch.KickoffPrompt)
 	}
 	if agent.Env["PI_FACETS_ROLE"] != "sub" || agent.Env["PI_FACETS_CHANNEL"] == "" || agent.Env["PI_FACETS_TOKEN_FILE"] == "" {
 		t.Fatalf("Sub tab env = %v", agent.Env)
@@ -1100,8 +1102,8 @@ func TestProfileCommandWithRealPi(t *testing.T) {
 	if len(agents) != 1 || len(agents[0].Prompts) != 1 {
 		t.Fatalf("fake herdr agents = %+v, want one prompted Sub", agents)
 	}
-	if want := launch.ManualTask("review", "check MR 42"); agents[0].Prompts[0] != want {
-		t.Errorf("Sub prompt = %q, want %q", agents[0].Prompts[0], want)
+	if agents[0].Prompts[0] != launch.KickoffPrompt {
+		t.Errorf("Sub prompt = %q, want the kickoff %q", agents[0].Prompts[0], launch.KickoffPrompt)
 	}
 	if !slices.Contains(agents[0].Args, "[sub:manual] review") || !slices.Contains(agents[0].Args, e.bridge) {
 		t.Errorf("Sub argv = %q, want the manual session name and this bridge", agents[0].Args)

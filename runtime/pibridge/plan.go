@@ -46,6 +46,13 @@ type Plan struct {
 	Profiles Notice `json:"profiles"`
 	// Error blocks every input with "Cannot start agent: <Error>".
 	Error string `json:"error,omitempty"`
+	// Kickoff and Task (Sub only): the extension replaces an input that is
+	// exactly Kickoff, the fixed text herdr typed, by Task from the channel
+	// manifest, once per Pi process.
+	Kickoff string `json:"kickoff,omitempty"`
+	Task    string `json:"task,omitempty"`
+	// Warnings are shown once at startup, one line each (a stale snapshot).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ActiveProfile is the launch snapshot the extension applies to Pi.

@@ -26,6 +26,9 @@ type Plan = {
   commands?: { name: string; profile: string; description: string }[];
   profiles: { text: string; level: "info" | "warning" };
   error?: string;
+  kickoff?: string;
+  task?: string;
+  warnings?: string[];
 };
 type Result = { code: number; stdout: string; stderr: string };
 type BridgeEvent = { type: string; id?: number; runId?: string; messageId?: string; text?: string; error?: string; reason?: string };
@@ -306,6 +309,7 @@ export default function (pi: ExtensionAPI) {
       startError = r.stderr.trim() || `facets pi-extension plan exited with status ${r.code}`;
     }
     if (plan?.error) startError = plan.error;
+    for (const w of plan?.warnings ?? []) report(w, "warning");
     if (plan?.profile && !startError) {
       try {
         await applyProfile(ctx, plan.profile);
@@ -354,10 +358,19 @@ export default function (pi: ExtensionAPI) {
     return { skillPaths: plan?.profile?.skills ?? [] };
   });
 
-  pi.on("input", async () => {
-    if (!startError) return { action: "continue" as const };
-    report(`Cannot start agent: ${startError}`);
-    return { action: "handled" as const };
+  // herdr types only plan.kickoff into a new Sub; the task itself stays in
+  // the channel manifest, off every command line, and replaces it here.
+  let kickedOff = false;
+  pi.on("input", async (event) => {
+    if (startError) {
+      report(`Cannot start agent: ${startError}`);
+      return { action: "handled" as const };
+    }
+    if (isSub && !kickedOff && plan?.kickoff && plan.task && event.text.trim() === plan.kickoff) {
+      kickedOff = true;
+      return { action: "transform" as const, text: plan.task };
+    }
+    return { action: "continue" as const };
   });
 
   pi.on("before_agent_start", async (event) => {

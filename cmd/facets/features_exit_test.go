@@ -1,0 +1,43 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestFeatureExitCodes pins the exit status of verify, explain and new:
+// 0 success, 1 a stale snapshot or an unresolved name, 2 usage or I/O.
+func TestFeatureExitCodes(t *testing.T) {
+	agent := t.TempDir()
+	t.Setenv("PI_CODING_AGENT_DIR", agent)
+	t.Setenv("FACETS_ROLE_PACKS", "")
+	p := filepath.Join(agent, "facets", "profiles", "good", "config.json")
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, []byte(`{"version":1,"name":"good","tools":["read"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	manifest := filepath.Join(t.TempDir(), "m.json")
+	if code, _, errOut := runCLI(t, "", "compile", "--out", manifest); code != exitOK {
+		t.Fatalf("compile: %d %s", code, errOut)
+	}
+	run := func(name string, want int, args ...string) {
+		t.Helper()
+		if code, out, errOut := runCLI(t, "", args...); code != want {
+			t.Errorf("%s: facets %v: exit %d, want %d\nstdout: %s\nstderr: %s", name, args, code, want, out, errOut)
+		}
+	}
+	run("current", exitOK, "verify", manifest)
+	run("explain known", exitOK, "explain", "good")
+	run("explain unknown", exitDiagnostics, "explain", "god")
+	run("explain bad format", exitUsage, "explain", "--format", "github", "good")
+	run("verify missing", exitUsage, "verify", filepath.Join(agent, "none.json"))
+	run("verify bad format", exitUsage, "verify", "--format", "xml", manifest)
+	run("new profile", exitOK, "new", "profile", "fresh")
+	run("new profile exists", exitUsage, "new", "profile", "fresh")
+	run("new profile bad name", exitUsage, "new", "profile", "a/b")
+	run("new role", exitOK, "new", "role", "scout")
+	run("schema install", exitOK, "schema", "--install")
+	// The new profile is a source the snapshot has not seen.
+	run("stale", exitDiagnostics, "verify", manifest)
+}

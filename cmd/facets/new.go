@@ -1,0 +1,111 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/facets-dev/facets/profiles"
+	"github.com/facets-dev/facets/scaffold"
+)
+
+// scopeFlags choose where new files go: the agent dir (--global, the
+// default) or the working directory's .pi (--project).
+type scopeFlags struct {
+	global, project bool
+	cwd, agentDir   string
+}
+
+func (f *scopeFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.BoolVar(&f.global, "global", false, "write into Pi's agent dir (the default)")
+	fl.BoolVar(&f.project, "project", false, "write into <cwd>/.pi (the project; Pi loads it only when trusted)")
+	fl.StringVarP(&f.cwd, "cwd", "C", ".", "project directory for --project")
+	fl.StringVar(&f.agentDir, "agent-dir", "", "Pi agent dir (default $PI_CODING_AGENT_DIR or ~/.pi/agent)")
+	cmd.MarkFlagsMutuallyExclusive("global", "project")
+}
+
+func (f *scopeFlags) where() (scaffold.Where, error) {
+	if f.project {
+		fi, err := os.Stat(f.cwd)
+		if err != nil || !fi.IsDir() {
+			return scaffold.Where{}, usageError{fmt.Errorf("--cwd %s is not a directory", f.cwd)}
+		}
+		dir, err := filepath.Abs(f.cwd)
+		if err != nil {
+			return scaffold.Where{}, err
+		}
+		return scaffold.Project(dir), nil
+	}
+	home, _ := os.UserHomeDir()
+	dir, err := profiles.AgentDir(f.agentDir, os.Getenv, home)
+	if err != nil {
+		return scaffold.Where{}, usageError{err}
+	}
+	return scaffold.Global(dir), nil
+}
+
+func newNewCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "new profile|role NAME",
+		Short: "Create a new profile or role file that passes facets check",
+	}
+	var sf scopeFlags
+	var legacy bool
+	profile := &cobra.Command{
+		Use:   "profile NAME",
+		Short: "Create a directory profile (config.json, instructions.md, skills/)",
+		Long: `new profile writes <facets>/profiles/NAME/config.json (with "$schema" pointing at
+<facets>/profile.schema.json, which facets schema --install writes), an
+instructions.md stub and an empty skills/ directory. With --legacy it
+writes <facets>/profiles/NAME.json instead. <facets> is <agentDir>/facets,
+or <cwd>/.pi/facets with --project. It never overwrites anything.`,
+		Example: `  facets new profile reviewer
+  facets new profile reviewer --project -C ~/src/app
+  facets new profile quick --legacy`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			w, err := sf.where()
+			if err != nil {
+				return err
+			}
+			paths, err := scaffold.Profile(w, args[0], legacy)
+			if err != nil {
+				return err
+			}
+			for _, p := range paths {
+				fmt.Fprintln(a.stdout, p)
+			}
+			return nil
+		},
+	}
+	sf.register(profile)
+	profile.Flags().BoolVar(&legacy, "legacy", false, "write a single-file legacy profile <name>.json")
+
+	var rf scopeFlags
+	role := &cobra.Command{
+		Use:   "role NAME",
+		Short: "Create a role file in the pi-herdr-agents format",
+		Long: `new role writes <agentDir>/agents/NAME.md, or <cwd>/.pi/agents/NAME.md with
+--project: frontmatter (name, description, tools, spawning, auto-exit,
+system-prompt) and a role prompt stub. It never overwrites anything.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			w, err := rf.where()
+			if err != nil {
+				return err
+			}
+			p, err := scaffold.Role(w, args[0])
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(a.stdout, p)
+			return err
+		},
+	}
+	rf.register(role)
+	cmd.AddCommand(profile, role)
+	return cmd
+}

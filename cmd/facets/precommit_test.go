@@ -1,0 +1,103 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"cuelang.org/go/cue/cuecontext"
+	cueyaml "cuelang.org/go/encoding/yaml"
+)
+
+// hook is one entry of .pre-commit-hooks.yaml, as pre-commit reads it.
+type hook struct {
+	ID            string `json:"id"`
+	Name          string `json:"name"`
+	Entry         string `json:"entry"`
+	Language      string `json:"language"`
+	PassFilenames *bool  `json:"pass_filenames"`
+	Files         string `json:"files"`
+}
+
+// TestPreCommitHook parses the repository's .pre-commit-hooks.yaml and runs
+// the facets-check entry the way pre-commit would (from the repository
+// root, with no file names) against a clean and a broken fixture, and checks
+// that its files pattern selects facets sources and nothing else.
+func TestPreCommitHook(t *testing.T) {
+	data, err := os.ReadFile("../../.pre-commit-hooks.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := cueyaml.Extract(".pre-commit-hooks.yaml", data)
+	if err != nil {
+		t.Fatalf("parse .pre-commit-hooks.yaml: %v", err)
+	}
+	v := cuecontext.New().BuildFile(f)
+	var hooks []hook
+	if err := v.Decode(&hooks); err != nil {
+		t.Fatalf("decode .pre-commit-hooks.yaml: %v", err)
+	}
+	var h *hook
+	for i := range hooks {
+		if hooks[i].ID == "facets-check" {
+			h = &hooks[i]
+		}
+	}
+	if h == nil {
+		t.Fatalf("no facets-check hook in %+v", hooks)
+	}
+	if h.Language != "golang" || h.Name == "" {
+		t.Errorf("hook %+v: want language golang and a name", h)
+	}
+	// pre-commit's golang language installs the module's commands; the
+	// entry's program must be one of them.
+	argv := strings.Fields(h.Entry)
+	if len(argv) < 2 || argv[0] != "facets" || argv[1] != "check" {
+		t.Fatalf("entry %q: want facets check …", h.Entry)
+	}
+	if _, err := os.Stat("../../cmd/" + argv[0] + "/main.go"); err != nil {
+		t.Errorf("entry program %s is not a command of this module: %v", argv[0], err)
+	}
+	if h.PassFilenames == nil || *h.PassFilenames {
+		t.Error("pass_filenames must be false: facets check takes profile names, not files")
+	}
+	files := regexp.MustCompile(h.Files)
+	for path, want := range map[string]bool{
+		".pi/facets/profiles/reviewer/config.json": true,
+		"svc/.pi/facets/MAIN.md":                   true,
+		".pi/agents/scout.md":                      true,
+		"README.md":                                false,
+		"cmd/facets/main.go":                       false,
+		"docs/pi/facets.md":                        false,
+	} {
+		if files.MatchString(path) != want {
+			t.Errorf("files %q matches %s = %v, want %v", h.Files, path, !want, want)
+		}
+	}
+
+	for _, tc := range []struct {
+		name, config string
+		want         int
+	}{
+		{"clean", `{"version":1,"name":"p","tools":["read"]}`, exitOK},
+		{"error", `{"version":1,"name":"p","tols":["read"]}`, exitDiagnostics},
+		{"warning is strict", `{"version":1,"name":"p","tools":["read"],"model":"nomodel"}`, exitDiagnostics},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := t.TempDir()
+			t.Setenv("PI_CODING_AGENT_DIR", filepath.Join(repo, "no-agent"))
+			p := filepath.Join(repo, ".pi", "facets", "profiles", "p", "config.json")
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			if err := os.WriteFile(p, []byte(tc.config), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Chdir(repo)
+			code, out, errOut := runCLI(t, "", argv[1:]...)
+			if code != tc.want {
+				t.Errorf("%s: exit %d, want %d\nstdout: %s\nstderr: %s", h.Entry, code, tc.want, out, errOut)
+			}
+		})
+	}
+}

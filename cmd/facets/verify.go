@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/cue"
+)
+
+func newVerifyCmd(a *app) *cobra.Command {
+	var rep reportFlags
+	var rolePacks []string
+	var bundledRoles string
+	cmd := &cobra.Command{
+		Use:   "verify MANIFEST",
+		Short: "Check that a frozen manifest still matches its sources",
+		Long: `verify compiles the sources again in the manifest's own working directory
+and agent dir and compares the result with the frozen manifest: the sha256 of
+every source, files added to or removed from the scopes it covers, the trust
+decision, and the manifest format version. Every difference is one error
+diagnostic naming the file; nothing is printed when the snapshot is current.
+A snapshot compiled with --trust or --no-trust is checked under the same flag.
+
+Role packs and bundled roles are not recorded in a manifest: pass the same
+--role-pack and --bundled-roles (or environment) as the compile.
+
+Exit status: 0 current, 1 stale, 2 usage or I/O failure (a missing or
+malformed manifest).`,
+		Example: `  facets compile --out facets.manifest.json && facets verify facets.manifest.json
+  facets verify --format github facets.manifest.json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := rep.validate(); err != nil {
+				return err
+			}
+			home, _ := os.UserHomeDir()
+			opts := compiler.Options{BundledRoles: bundledRoles}
+			opts.Env.Home = home
+			if opts.BundledRoles == "" {
+				opts.BundledRoles = os.Getenv("FACETS_BUNDLED_ROLES")
+			}
+			opts.RolePacks = append(compiler.SplitRolePacks(os.Getenv("FACETS_ROLE_PACKS")), rolePacks...)
+			schema, err := cue.Load()
+			if err != nil {
+				return err
+			}
+			ds, err := compiler.VerifyFile(schema, args[0], opts)
+			if err != nil {
+				return err
+			}
+			base, err := os.Getwd()
+			if err != nil {
+				return fmt.Errorf("verify: %w", err)
+			}
+			if _, err := rep.report(a.stdout, base, ds, rep.format == compiler.FormatJSON); err != nil {
+				return err
+			}
+			if len(ds) > 0 {
+				return errDiagnostics
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&rep.format, "format", compiler.FormatText, "diagnostic format: text, json or github")
+	cmd.Flags().StringArrayVar(&rolePacks, "role-pack", nil, "absolute path of a role pack the manifest was compiled with; repeatable; adds to $FACETS_ROLE_PACKS")
+	cmd.Flags().StringVar(&bundledRoles, "bundled-roles", "", "bundled roles directory the manifest was compiled with (default $FACETS_BUNDLED_ROLES)")
+	return cmd
+}

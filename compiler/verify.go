@@ -1,0 +1,152 @@
+package compiler
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/facets-dev/facets/cue"
+)
+
+// Diagnostic codes of a stale-snapshot check.
+const (
+	CodeSourceChanged   = "source-changed"
+	CodeSourceRemoved   = "source-removed"
+	CodeSourceAdded     = "source-added"
+	CodeTrustChanged    = "trust-changed"
+	CodeManifestVersion = "manifest-version"
+	CodeCompileDiffers  = "compile-differs"
+)
+
+// VerifyFile checks whether the frozen manifest at path still matches the
+// sources it was compiled from; see Verify. A manifest of another format
+// version is reported as stale, not as an error, because recompiling fixes
+// it; a missing or malformed manifest is an error.
+func VerifyFile(schema *cue.Schema, path string, opts Options) ([]Diagnostic, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	var head struct {
+		Version *int `json:"version"`
+	}
+	if json.Unmarshal(data, &head) == nil && head.Version != nil && *head.Version != ManifestVersion {
+		return []Diagnostic{{Severity: Error, Code: CodeManifestVersion, File: path,
+			Message: fmt.Sprintf("manifest format version %d differs from this facets (version %d)", *head.Version, ManifestVersion),
+			Hint:    "recompile it with facets compile --out"}}, nil
+	}
+	m, err := ReadManifest(schema, path)
+	if err != nil {
+		return nil, err
+	}
+	return Verify(schema, m, path, opts)
+}
+
+// Verify compiles the sources again in the frozen manifest's own working
+// directory and agent dir and reports, one error each, every source whose
+// digest changed, every source that is gone or no longer read, every file
+// a fresh compile would read that the snapshot did not, and a different
+// trust decision. When no source changed but the fresh compile still
+// differs, facets or its schema changed since the snapshot, which is one
+// more diagnostic on the manifest itself (at path). No diagnostics means
+// the snapshot is current.
+//
+// opts supplies what the manifest does not record: the home directory, the
+// role packs and bundled roles, and a trust override. A snapshot compiled
+// with --trust or --no-trust is checked under the same flag.
+func Verify(schema *cue.Schema, frozen *Manifest, path string, opts Options) ([]Diagnostic, error) {
+	opts.Env.Cwd, opts.Env.AgentDir = frozen.Cwd, frozen.AgentDir
+	opts.Names = nil
+	if opts.TrustFlag == nil && frozen.Trust.Reason == "flag" {
+		t := frozen.Trust.Trusted
+		opts.TrustFlag = &t
+	}
+	fresh, _, err := Compile(schema, opts)
+	if err != nil {
+		return nil, fmt.Errorf("verify %s: %w", path, err)
+	}
+	var ds []Diagnostic
+	if fresh.Trust.Trusted != frozen.Trust.Trusted {
+		file := filepath.Join(frozen.AgentDir, "trust.json")
+		switch {
+		case fresh.Trust.Reason == "settings":
+			file = fresh.Trust.Path
+		case frozen.Trust.Reason == "settings":
+			file = frozen.Trust.Path
+		}
+		ds = append(ds, Diagnostic{Severity: Error, Code: CodeTrustChanged, File: file,
+			Message: fmt.Sprintf("project trust changed: the snapshot was compiled %s (%s), the sources are now %s (%s)",
+				trustWord(frozen.Trust.Trusted), frozen.Trust.Reason, trustWord(fresh.Trust.Trusted), fresh.Trust.Reason),
+			Hint: "recompile the snapshot, or restore the trust setting"})
+	}
+	now := map[string]string{}
+	for _, s := range fresh.Sources {
+		now[s.Path] = s.SHA256
+	}
+	then := map[string]string{}
+	for _, s := range frozen.Sources {
+		then[s.Path] = s.SHA256
+		d, ok := now[s.Path]
+		switch {
+		case ok && d != s.SHA256:
+			ds = append(ds, Diagnostic{Severity: Error, Code: CodeSourceChanged, File: s.Path,
+				Message: fmt.Sprintf("changed since the snapshot (sha256 %s, now %s)", s.SHA256[:12], d[:12]),
+				Hint:    "recompile the snapshot, or restore the file"})
+		case !ok:
+			msg := "removed since the snapshot"
+			if _, err := os.Stat(s.Path); err == nil || !errors.Is(err, fs.ErrNotExist) {
+				msg = "no longer read by a fresh compile (unreadable, or no longer in a loaded scope)"
+			}
+			ds = append(ds, Diagnostic{Severity: Error, Code: CodeSourceRemoved, File: s.Path, Message: msg,
+				Hint: "recompile the snapshot, or restore the file"})
+		}
+	}
+	for _, s := range fresh.Sources {
+		if _, ok := then[s.Path]; !ok {
+			ds = append(ds, Diagnostic{Severity: Error, Code: CodeSourceAdded, File: s.Path,
+				Message: "added since the snapshot: a fresh compile reads it",
+				Hint:    "recompile the snapshot, or remove the file"})
+		}
+	}
+	if len(ds) == 0 && !sameCatalog(frozen, fresh) {
+		ds = append(ds, Diagnostic{Severity: Error, Code: CodeCompileDiffers, File: path,
+			Message: "no source changed, but a fresh compile gives a different catalog: facets or its schema changed since the snapshot",
+			Hint:    "recompile the snapshot with this facets"})
+	}
+	return SortDiagnostics(ds), nil
+}
+
+// sameCatalog compares what a launch uses. Profiles are compared for the
+// snapshot's names only, because an exact-name compile holds a subset
+// (an added profile shows up as an added source anyway).
+func sameCatalog(frozen, fresh *Manifest) bool {
+	names := map[string]bool{}
+	for _, p := range frozen.Profiles {
+		names[p.Name] = true
+	}
+	ps := []Profile{}
+	for _, p := range fresh.Profiles {
+		if names[p.Name] {
+			ps = append(ps, p)
+		}
+	}
+	// Compare encodings: a decoded snapshot has nil where a fresh compile
+	// has empty slices, which the manifest does not tell apart.
+	return sameJSON(frozen.Profiles, ps) && sameJSON(frozen.Roles, fresh.Roles) && sameJSON(frozen.Main, fresh.Main)
+}
+
+func sameJSON(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}
+
+func trustWord(t bool) string {
+	if t {
+		return "trusted"
+	}
+	return "untrusted"
+}

@@ -1,0 +1,167 @@
+// Package explain reports how facets resolved one profile or role name
+// (compiler.ExplainProfile, compiler.ExplainRole) and, for a profile, the
+// exact pi argv a Sub of it is launched with, built by runtime/launch, the
+// same builder delegate uses.
+package explain
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/runtime/launch"
+)
+
+// Report is an explanation plus the Sub launch of an effective profile.
+type Report struct {
+	*compiler.Explanation
+	// SubArgv is pi's argv for a Sub of the profile, without "pi".
+	SubArgv []string `json:"subArgv,omitempty"`
+	// SubArgvNote says what the argv assumes.
+	SubArgvNote string `json:"subArgvNote,omitempty"`
+}
+
+// Profile explains the profile name as a Main started with opts would
+// resolve it; bridge is the Facets Pi extension a Sub loads first.
+func Profile(schema *cue.Schema, opts compiler.Options, name, bridge string) (*Report, error) {
+	x, err := compiler.ExplainProfile(schema, opts, name)
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{Explanation: x}
+	if p := x.Profile; p != nil {
+		manual := !p.AgentInvokable
+		spec := launch.Spec{
+			Profile:         *p,
+			Bridge:          bridge,
+			HerdrAgentState: launch.HerdrAgentState(opts.Env.AgentDir),
+			Trusted:         x.Trust.Trusted,
+			Title:           name,
+			Manual:          manual,
+		}
+		r.SubArgv = spec.Args()
+		how := "facets delegate --profile " + name + " --title " + name
+		if manual {
+			how = "/sub:" + name + " (facets invoke)"
+		}
+		r.SubArgvNote = "as " + how + " launches a new Sub; a Pi Main also loads, with -e, the extensions that own the profile's non-built-in tools, and --name carries the delegate title"
+	}
+	return r, nil
+}
+
+// Role explains the role name across the bundled, package, global and
+// project layers.
+func Role(schema *cue.Schema, opts compiler.Options, name string) (*Report, error) {
+	x, err := compiler.ExplainRole(schema, opts, name)
+	if err != nil {
+		return nil, err
+	}
+	return &Report{Explanation: x}, nil
+}
+
+// Write prints the report as text, or with format "json" as one object.
+func (r *Report) Write(w io.Writer, format string) error {
+	if format == compiler.FormatJSON {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	var b strings.Builder
+	x := r.Explanation
+	fmt.Fprintf(&b, "%s %s: %s\n", x.Kind, x.Name, x.Decision)
+	if !x.Found {
+		if len(x.NearMatches) > 0 {
+			fmt.Fprintf(&b, "did you mean: %s?\n", strings.Join(x.NearMatches, ", "))
+		}
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	fmt.Fprintf(&b, "trust: %s (%s): %s\n", trustWord(x.Trust.Trusted), x.Trust.Reason, x.TrustReason)
+	b.WriteString("\ndefinitions, nearest first:\n")
+	for _, d := range x.Definitions {
+		kind := d.Scope
+		if d.Form != "" {
+			kind += " " + d.Form
+		}
+		fmt.Fprintf(&b, "  %-10s %s %s\n", d.Status, kind, d.Path)
+		fmt.Fprintf(&b, "  %-10s %s\n", "", d.Reason)
+	}
+	if p := x.Profile; p != nil {
+		b.WriteString("\nskills:\n")
+		if len(x.Skills) == 0 {
+			b.WriteString("  (none)\n")
+		}
+		for _, s := range x.Skills {
+			line := "  " + fmt.Sprintf("%-8s", s.Origin)
+			if s.Ref != "" {
+				line += s.Ref + " -> "
+			}
+			line += s.Path
+			if !s.Passed {
+				line += " (the same file as an earlier skill; passed once)"
+			}
+			b.WriteString(line + "\n")
+		}
+		in := x.Instructions
+		fmt.Fprintf(&b, "\ninstructions: %s", in.Source)
+		if in.Path != "" {
+			fmt.Fprintf(&b, " %s sha256 %s", in.Path, in.SHA256)
+		}
+		fmt.Fprintf(&b, "\n%s\n", x.Visibility)
+		fmt.Fprintf(&b, "\nsub argv (%s):\n  pi %s\n", r.SubArgvNote, shellJoin(r.SubArgv))
+	}
+	if rl := x.Role; rl != nil {
+		fmt.Fprintf(&b, "\nrole: %s", rl.Layer)
+		if rl.Provider != "" {
+			fmt.Fprintf(&b, " from %s", rl.Provider)
+			if rl.ProviderVersion != "" {
+				fmt.Fprintf(&b, "@%s", rl.ProviderVersion)
+			}
+		}
+		fmt.Fprintf(&b, ", sha256 %s\n", rl.SHA256)
+		b.WriteString(x.Visibility + "\n")
+		b.WriteString("roles are launched by pi-herdr-agents, not by facets delegate: no Sub argv\n")
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	if len(x.Diagnostics) > 0 {
+		if _, err := io.WriteString(w, "\ndiagnostics:\n"); err != nil {
+			return err
+		}
+		return compiler.WriteDiagnostics(w, compiler.FormatText, "", x.Diagnostics)
+	}
+	return nil
+}
+
+func trustWord(t bool) string {
+	if t {
+		return "trusted"
+	}
+	return "untrusted"
+}
+
+// shellJoin quotes each argument for a POSIX shell where needed, so the
+// printed command can be pasted.
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		safe := a != ""
+		for _, c := range a {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_@%+=:,./-", c)) {
+				safe = false
+				break
+			}
+		}
+		if safe {
+			out[i] = a
+		} else {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
+}

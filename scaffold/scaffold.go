@@ -1,0 +1,184 @@
+// Package scaffold writes new, valid sources for facets: a profile in
+// either form, a role file in the pi-herdr-agents format, and the JSON
+// Schema that scaffolded profiles point their "$schema" at. It never
+// overwrites a file.
+package scaffold
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/profiles"
+)
+
+// SchemaFile is the installed JSON Schema's name inside a facets directory
+// (<agentDir>/facets or <project>/.pi/facets).
+const SchemaFile = "profile.schema.json"
+
+// Where a new profile or role goes.
+type Where struct {
+	// FacetsDir is <agentDir>/facets or <project>/.pi/facets.
+	FacetsDir string
+	// AgentsDir is <agentDir>/agents or <project>/.pi/agents.
+	AgentsDir string
+}
+
+// Global is the user's scope in Pi's agent dir.
+func Global(agentDir string) Where {
+	return Where{FacetsDir: filepath.Join(agentDir, "facets"), AgentsDir: filepath.Join(agentDir, "agents")}
+}
+
+// Project is the scope of a project directory (the working directory).
+func Project(dir string) Where {
+	return Where{FacetsDir: filepath.Join(dir, ".pi", "facets"), AgentsDir: filepath.Join(dir, ".pi", "agents")}
+}
+
+// DefaultTools is the read-only tool set of a new profile; edit it.
+var defaultTools = []string{"read", "grep", "find", "ls"}
+
+// profileDoc is a new config.json, with "$schema" first for editors.
+type profileDoc struct {
+	Schema       string   `json:"$schema"`
+	Version      int      `json:"version"`
+	Name         string   `json:"name"`
+	Description  string   `json:"description"`
+	Tools        []string `json:"tools"`
+	Instructions string   `json:"instructions,omitempty"`
+}
+
+// Profile writes a new profile called name under w.FacetsDir/profiles: a
+// directory profile (config.json, instructions.md and an empty skills/
+// kept by a .gitkeep, which private-skill discovery skips because it is
+// hidden) or, with legacy, a <name>.json file with inline instructions.
+// It refuses a name that is invalid or already defined in either form,
+// and returns the paths it created.
+func Profile(w Where, name string, legacy bool) ([]string, error) {
+	if !profiles.ValidName(name) {
+		return nil, fmt.Errorf("new profile %q: a name is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
+	}
+	dir := filepath.Join(w.FacetsDir, "profiles")
+	for _, p := range []string{filepath.Join(dir, name), filepath.Join(dir, name+".json")} {
+		if _, err := os.Lstat(p); err == nil {
+			return nil, fmt.Errorf("new profile %s: %s already exists; not overwriting it", name, p)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("new profile %s: %w", name, err)
+		}
+	}
+	doc := profileDoc{Version: 1, Name: name, Description: "TODO: what " + name + " is for", Tools: defaultTools}
+	if legacy {
+		doc.Schema = "../" + SchemaFile
+		doc.Instructions = "TODO: how the " + name + " profile works and what it reports back."
+		p := filepath.Join(dir, name+".json")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("new profile %s: %w", name, err)
+		}
+		if err := createJSON(p, doc); err != nil {
+			return nil, err
+		}
+		return []string{p}, nil
+	}
+	doc.Schema = "../../" + SchemaFile
+	pd := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Join(pd, "skills"), 0o755); err != nil {
+		return nil, fmt.Errorf("new profile %s: %w", name, err)
+	}
+	cfg := filepath.Join(pd, "config.json")
+	instr := filepath.Join(pd, "instructions.md")
+	keep := filepath.Join(pd, "skills", ".gitkeep")
+	if err := createJSON(cfg, doc); err != nil {
+		return nil, err
+	}
+	if err := create(instr, []byte("# "+name+"\n\nTODO: how the "+name+" profile works and what it reports back to the Main.\n")); err != nil {
+		return nil, err
+	}
+	if err := create(keep, nil); err != nil {
+		return nil, err
+	}
+	return []string{cfg, instr, keep}, nil
+}
+
+// Role writes a role file <name>.md in w.AgentsDir in the pi-herdr-agents
+// format (line-based frontmatter, then the role prompt as the body) and
+// returns its path. It refuses an invalid name and an existing file.
+func Role(w Where, name string) (string, error) {
+	if !profiles.ValidName(name) {
+		return "", fmt.Errorf("new role %q: a name is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
+	}
+	if err := os.MkdirAll(w.AgentsDir, 0o755); err != nil {
+		return "", fmt.Errorf("new role %s: %w", name, err)
+	}
+	p := filepath.Join(w.AgentsDir, name+".md")
+	text := strings.Join([]string{
+		"---",
+		"name: " + name,
+		"description: TODO describe what " + name + " does",
+		"tools: " + strings.Join(defaultTools, ", "),
+		"spawning: false",
+		"auto-exit: true",
+		"system-prompt: append",
+		"---",
+		"TODO write the role prompt. Say what " + name + " looks at, what it must not",
+		"change, and what it reports back.",
+		"",
+	}, "\n")
+	if err := create(p, []byte(text)); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+// InstallSchema writes the profile JSON Schema generated from the embedded
+// CUE schema to w.FacetsDir/profile.schema.json, where scaffolded profiles
+// point "$schema", replacing an older copy, and returns its path.
+func InstallSchema(w Where) (string, error) {
+	schema, err := cue.Load()
+	if err != nil {
+		return "", err
+	}
+	b, err := schema.JSONSchema(cue.Profile)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(w.FacetsDir, 0o755); err != nil {
+		return "", fmt.Errorf("install schema: %w", err)
+	}
+	p := filepath.Join(w.FacetsDir, SchemaFile)
+	if err := compiler.WriteFileAtomic(p, append(b, '\n'), 0o644); err != nil {
+		return "", fmt.Errorf("install schema: %w", err)
+	}
+	return p, nil
+}
+
+func createJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return create(path, append(b, '\n'))
+}
+
+// create writes a new file and fails if anything exists at path.
+func create(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%s already exists; not overwriting it", path)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	_, werr := f.Write(b)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("write %s: %w", path, werr)
+	}
+	return nil
+}
