@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/safefile"
 )
 
 // Diagnostic codes of a stale-snapshot check.
@@ -26,7 +27,7 @@ const (
 // version is reported as stale, not as an error, because recompiling fixes
 // it; a missing or malformed manifest is an error.
 func VerifyFile(schema *cue.Schema, path string, opts Options) ([]Diagnostic, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadFile(path, MaxManifestBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/termesc"
 	"github.com/facets-dev/facets/runtime/launch"
 )
 
@@ -72,23 +73,25 @@ func (r *Report) Write(w io.Writer, format string) error {
 	}
 	var b strings.Builder
 	x := r.Explanation
-	fmt.Fprintf(&b, "%s %s: %s\n", x.Kind, x.Name, x.Decision)
+	// Names, paths and reasons come from files: escape control characters.
+	e := termesc.Escape
+	fmt.Fprintf(&b, "%s %s: %s\n", x.Kind, e(x.Name), e(x.Decision))
 	if !x.Found {
 		if len(x.NearMatches) > 0 {
-			fmt.Fprintf(&b, "did you mean: %s?\n", strings.Join(x.NearMatches, ", "))
+			fmt.Fprintf(&b, "did you mean: %s?\n", e(strings.Join(x.NearMatches, ", ")))
 		}
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
-	fmt.Fprintf(&b, "trust: %s (%s): %s\n", trustWord(x.Trust.Trusted), x.Trust.Reason, x.TrustReason)
+	fmt.Fprintf(&b, "trust: %s (%s): %s\n", trustWord(x.Trust.Trusted), x.Trust.Reason, e(x.TrustReason))
 	b.WriteString("\ndefinitions, nearest first:\n")
 	for _, d := range x.Definitions {
 		kind := d.Scope
 		if d.Form != "" {
 			kind += " " + d.Form
 		}
-		fmt.Fprintf(&b, "  %-10s %s %s\n", d.Status, kind, d.Path)
-		fmt.Fprintf(&b, "  %-10s %s\n", "", d.Reason)
+		fmt.Fprintf(&b, "  %-10s %s %s\n", d.Status, kind, e(d.Path))
+		fmt.Fprintf(&b, "  %-10s %s\n", "", e(d.Reason))
 	}
 	if p := x.Profile; p != nil {
 		b.WriteString("\nskills:\n")
@@ -98,28 +101,28 @@ func (r *Report) Write(w io.Writer, format string) error {
 		for _, s := range x.Skills {
 			line := "  " + fmt.Sprintf("%-8s", s.Origin)
 			if s.Ref != "" {
-				line += s.Ref + " -> "
+				line += e(s.Ref) + " -> "
 			}
-			line += s.Path
+			line += e(s.Path)
 			if !s.Passed {
 				line += " (the same file as an earlier skill; passed once)"
 			}
 			b.WriteString(line + "\n")
 		}
 		in := x.Instructions
-		fmt.Fprintf(&b, "\ninstructions: %s", in.Source)
+		fmt.Fprintf(&b, "\ninstructions: %s", e(in.Source))
 		if in.Path != "" {
-			fmt.Fprintf(&b, " %s sha256 %s", in.Path, in.SHA256)
+			fmt.Fprintf(&b, " %s sha256 %s", e(in.Path), in.SHA256)
 		}
 		fmt.Fprintf(&b, "\n%s\n", x.Visibility)
-		fmt.Fprintf(&b, "\nsub argv (%s):\n  pi %s\n", r.SubArgvNote, shellJoin(r.SubArgv))
+		fmt.Fprintf(&b, "\nsub argv (%s):\n  pi %s\n", r.SubArgvNote, e(shellJoin(r.SubArgv)))
 	}
 	if rl := x.Role; rl != nil {
 		fmt.Fprintf(&b, "\nrole: %s", rl.Layer)
 		if rl.Provider != "" {
-			fmt.Fprintf(&b, " from %s", rl.Provider)
+			fmt.Fprintf(&b, " from %s", e(rl.Provider))
 			if rl.ProviderVersion != "" {
-				fmt.Fprintf(&b, "@%s", rl.ProviderVersion)
+				fmt.Fprintf(&b, "@%s", e(rl.ProviderVersion))
 			}
 		}
 		fmt.Fprintf(&b, ", sha256 %s\n", rl.SHA256)

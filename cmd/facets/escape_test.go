@@ -72,3 +72,28 @@ func TestErrorsEscapeFileNames(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainEscapesFileNames: explain prints skill refs and paths that
+// come from files escaped too.
+func TestExplainEscapesFileNames(t *testing.T) {
+	agent := t.TempDir()
+	dir := filepath.Join(agent, "facets", "profiles", "ok")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	skill := "s\x1b[2J\nforged.md"
+	os.WriteFile(filepath.Join(dir, skill), []byte("skill"), 0o644)
+	os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"version":1,"name":"ok","tools":["read"],"skills":["./s\u001b[2J\nforged.md"]}`), 0o644)
+	code, out, errOut := runCLI(t, "", "explain", "ok", "--agent-dir", agent, "-C", agent)
+	if code != exitOK || !strings.Contains(out, `s\x1b[2J\nforged.md`) {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr: %s\nwant the escaped skill path", code, out, errOut)
+	}
+	if r, ok := rawControl(out); ok {
+		t.Errorf("explain printed %U raw:\n%q", r, out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "forged") {
+			t.Errorf("explain printed a forged line: %q", out)
+		}
+	}
+}

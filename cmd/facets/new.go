@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/facets-dev/facets/internal/termesc"
 	"github.com/facets-dev/facets/profiles"
 	"github.com/facets-dev/facets/scaffold"
 )
@@ -76,7 +77,7 @@ or <cwd>/.pi/facets with --project. It never overwrites anything.`,
 				return err
 			}
 			for _, p := range paths {
-				fmt.Fprintln(a.stdout, p)
+				fmt.Fprintln(a.stdout, termesc.Escape(p))
 			}
 			return nil
 		},
@@ -101,7 +102,7 @@ system-prompt) and a role prompt stub. It never overwrites anything.`,
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintln(a.stdout, p)
+			_, err = fmt.Fprintln(a.stdout, termesc.Escape(p))
 			return err
 		},
 	}

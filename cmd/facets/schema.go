@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/termesc"
 	"github.com/facets-dev/facets/scaffold"
 )
 
@@ -40,7 +41,7 @@ validation. --cue prints the CUE source instead.`,
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintln(a.stdout, p)
+				_, err = fmt.Fprintln(a.stdout, termesc.Escape(p))
 				return err
 			}
 			if asCUE {
