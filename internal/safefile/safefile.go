@@ -64,7 +64,7 @@ func read(path string, limit int64, private bool) ([]byte, error) {
 		stat, flags = os.Lstat, flags|syscall.O_NOFOLLOW
 	}
 	if fi, err := stat(path); err != nil {
-		return fail("stat", err)
+		return fail("open", err) // as a plain open would say
 	} else if !fi.Mode().IsRegular() {
 		return fail("read", notRegular(fi.Mode()))
 	}
