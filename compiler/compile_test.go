@@ -15,6 +15,7 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 )
 
@@ -161,7 +162,7 @@ func (f *fixture) save(t *testing.T) {
 	}
 }
 
-func summarize(m *Manifest) string {
+func summarize(m *manifest.Manifest) string {
 	var b strings.Builder
 	for _, p := range m.Profiles {
 		fmt.Fprintf(&b, "%s %s %s %s invokable=%v persistence=%s\n", p.Name, p.Scope, p.Form, p.SourcePath, p.AgentInvokable, p.Launch.SessionPersistence)
@@ -241,5 +242,26 @@ func TestCompileFixtures(t *testing.T) {
 			f.check(t, "want/profiles", summarize(m))
 			f.save(t)
 		})
+	}
+}
+
+func TestSplitRolePacks(t *testing.T) {
+	for in, want := range map[string][]string{
+		"":                 nil,
+		"/a":               {"/a"},
+		"/a:/b/c.md":       {"/a", "/b/c.md"},
+		":/a:: :/b:":       {"/a", "/b"},
+		"relative:/abs.md": {"relative", "/abs.md"}, // kept: the compiler reports relative paths
+	} {
+		got := SplitRolePacks(in)
+		if len(got) != len(want) {
+			t.Errorf("SplitRolePacks(%q) = %q, want %q", in, got, want)
+			continue
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Errorf("SplitRolePacks(%q) = %q, want %q", in, got, want)
+			}
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 )
 
@@ -106,7 +107,7 @@ func loadRoleFixture(t *testing.T, path string) *roleFixture {
 
 // renderRoles prints a compile result with the temporary tree replaced by
 // $TREE, so it can be compared with the fixture's want section.
-func renderRoles(tree string, roles []Role, diags []Diagnostic, sources []Source) string {
+func renderRoles(tree string, roles []manifest.Role, diags []Diagnostic, sources []manifest.Source) string {
 	var b strings.Builder
 	b.WriteString("roles:\n")
 	for _, r := range roles {
@@ -208,21 +209,21 @@ func TestRoleFields(t *testing.T) {
 	tests := []struct {
 		name string
 		text string
-		want Role
+		want manifest.Role
 	}{
 		{"comma lists are split and trimmed", "---\ntools: read,  bash ,grep\ndeny-tools: subagent\nskills: a, b\n---\nBody\n",
-			Role{Tools: []string{"read", "bash", "grep"}, DenyTools: []string{"subagent"}, Skills: []string{"a", "b"}, Body: "Body"}},
+			manifest.Role{Tools: []string{"read", "bash", "grep"}, DenyTools: []string{"subagent"}, Skills: []string{"a", "b"}, Body: "Body"}},
 		{"skill is read when skills is absent", "---\nskill: one, two\n---\n",
-			Role{Skills: []string{"one", "two"}}},
-		{"skills wins over skill", "---\nskills: a\nskill: b\n---\n", Role{Skills: []string{"a"}}},
+			manifest.Role{Skills: []string{"one", "two"}}},
+		{"skills wins over skill", "---\nskills: a\nskill: b\n---\n", manifest.Role{Skills: []string{"a"}}},
 		{"booleans and enums", "---\nspawning: false\nauto-exit: true\ninteractive: false\npersistent: true\nthinking: high\nsystem-prompt: append\nsession-mode: fork\ndisable-model-invocation: true\n---\n",
-			Role{Spawning: &no, AutoExit: &yes, Interactive: &no, Persistent: &yes, Thinking: "high", SystemPrompt: "append",
+			manifest.Role{Spawning: &no, AutoExit: &yes, Interactive: &no, Persistent: &yes, Thinking: "high", SystemPrompt: "append",
 				SessionMode: "fork", DisableModelInvocation: true}},
 		{"strings", "---\ndescription: Reviews code\nmodel: anthropic/claude-sonnet-4\ncwd: work\n---\n",
-			Role{Description: "Reviews code", Model: "anthropic/claude-sonnet-4", Cwd: "work"}},
-		{"empty block is an empty mapping", "---\n\n---\n\n\nHello\n\n", Role{Body: "Hello"}},
-		{"closing marker with trailing text still closes", "---\ntools: read\n----\nBody\n", Role{Tools: []string{"read"}, Body: "-\nBody"}},
-		{"comment-only block", "---\n# nothing yet\n---\nB", Role{Body: "B"}},
+			manifest.Role{Description: "Reviews code", Model: "anthropic/claude-sonnet-4", Cwd: "work"}},
+		{"empty block is an empty mapping", "---\n\n---\n\n\nHello\n\n", manifest.Role{Body: "Hello"}},
+		{"closing marker with trailing text still closes", "---\ntools: read\n----\nBody\n", manifest.Role{Tools: []string{"read"}, Body: "-\nBody"}},
+		{"comment-only block", "---\n# nothing yet\n---\nB", manifest.Role{Body: "B"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,15 +5,15 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/herdr"
+	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
 )
 
 // InvokeRequest is a user profile command (/sub:<profile> [task]).
 type InvokeRequest struct {
-	Manifest      *compiler.Manifest
+	Manifest      *manifest.Manifest
 	MainSessionID string
 	Profile       string
 	Task          string

@@ -17,8 +17,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/herdr"
+	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
 )
@@ -115,7 +115,7 @@ func (e *RetainedRunError) Unwrap() error { return e.Err }
 
 // DelegateRequest asks for a new Sub, or for a persistent one to resume.
 type DelegateRequest struct {
-	Manifest      *compiler.Manifest
+	Manifest      *manifest.Manifest
 	MainSessionID string
 	Profile       string
 	Title         string
@@ -158,7 +158,7 @@ func (rt *Runtime) Delegate(ctx context.Context, req DelegateRequest) (Delegatio
 
 // delegate launches or resumes p, the request's profile with its tool
 // extensions already resolved; req.Profile and req.ToolSources are not read.
-func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p compiler.Profile) (Delegation, error) {
+func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p manifest.Profile) (Delegation, error) {
 	title := herdr.NormalizeTitle(req.Title)
 	task := req.Task
 	if req.Manual {
@@ -242,7 +242,7 @@ func delegation(run *Run) Delegation {
 
 // withToolExtensions adds to p's launch snapshot the extensions that own
 // its tools according to the Main's tool sources; nil sources change nothing.
-func withToolExtensions(p compiler.Profile, sources map[string]launch.ToolSource) (compiler.Profile, error) {
+func withToolExtensions(p manifest.Profile, sources map[string]launch.ToolSource) (manifest.Profile, error) {
 	if sources == nil {
 		return p, nil
 	}
@@ -273,7 +273,7 @@ func (rt *Runtime) herdrAgentState() string {
 
 // delegateCwd picks the Sub's working directory: on resume the saved
 // session's cwd, otherwise req.Cwd resolved against the Main's cwd.
-func (rt *Runtime) delegateCwd(req DelegateRequest, p compiler.Profile) (cwd, resumeID string, err error) {
+func (rt *Runtime) delegateCwd(req DelegateRequest, p manifest.Profile) (cwd, resumeID string, err error) {
 	if req.ResumeSessionID != "" {
 		if p.Launch.SessionPersistence != "persistent" {
 			return "", "", fmt.Errorf("Profile '%s' must use sessionPersistence 'persistent' when resuming a Sub session.", p.Name)
@@ -299,7 +299,7 @@ func (rt *Runtime) delegateCwd(req DelegateRequest, p compiler.Profile) (cwd, re
 // reserve takes a slot under the Main's lock: it refreshes the Main's runs
 // (a Sub closed by hand frees its slot), counts the open ones, and creates
 // the channel, token file and a Launching run record.
-func (rt *Runtime) reserve(req DelegateRequest, p compiler.Profile, title, task, cwd, resumeID string) (*Run, *channel.Channel, error) {
+func (rt *Runtime) reserve(req DelegateRequest, p manifest.Profile, title, task, cwd, resumeID string) (*Run, *channel.Channel, error) {
 	unlock, err := rt.Store.Lock(req.MainSessionID, "slots")
 	if err != nil {
 		return nil, nil, err
@@ -624,13 +624,13 @@ func processAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-func findProfile(m *compiler.Manifest, name string) (compiler.Profile, error) {
+func findProfile(m *manifest.Manifest, name string) (manifest.Profile, error) {
 	for _, p := range m.Profiles {
 		if p.Name == name {
 			return p, nil
 		}
 	}
-	return compiler.Profile{}, fmt.Errorf("Unknown profile '%s'.", name)
+	return manifest.Profile{}, fmt.Errorf("Unknown profile '%s'.", name)
 }
 
 func short(id string) string {

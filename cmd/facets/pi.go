@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/pibridge"
 )
@@ -139,12 +140,12 @@ func newPiPlanCmd(a *app) *cobra.Command {
 
 // mainManifest is the Main's catalog: the frozen manifest when one is
 // given, so later edits to the sources change nothing, else a fresh compile.
-func mainManifest(src *sourceFlags, frozen string) (*compiler.Manifest, []compiler.Diagnostic, error) {
+func mainManifest(src *sourceFlags, frozen string) (*manifest.Manifest, []compiler.Diagnostic, error) {
 	if frozen == "" {
 		m, ds, _, err := src.compile(nil)
 		return m, ds, err
 	}
-	m, err := compiler.LoadManifest(frozen)
+	m, err := manifest.LoadManifest(frozen)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/herdr"
+	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 	"github.com/facets-dev/facets/runtime"
 	"github.com/facets-dev/facets/runtime/channel"
@@ -130,7 +131,7 @@ func writeJSONValue(w io.Writer, v any) error {
 // launch loads the profile's manifest and the runtime, runs op under a
 // signal-cancelled context and prints its result; delegate and invoke share it.
 func (f *runFlags) launch(a *app, cmd *cobra.Command, mf *manifestFlags, profile string,
-	op func(context.Context, *runtime.Runtime, *compiler.Manifest) (string, any, error)) error {
+	op func(context.Context, *runtime.Runtime, *manifest.Manifest) (string, any, error)) error {
 	m, bridge, err := mf.load(f, profile)
 	if err != nil {
 		return f.failure(a, err)
@@ -183,7 +184,7 @@ func (f *manifestFlags) register(cmd *cobra.Command) {
 }
 
 // load returns the manifest and the absolute bridge path.
-func (f *manifestFlags) load(run *runFlags, profile string) (*compiler.Manifest, string, error) {
+func (f *manifestFlags) load(run *runFlags, profile string) (*manifest.Manifest, string, error) {
 	if f.bridge == "" {
 		return nil, "", usageError{errors.New("no Pi bridge: pass --bridge or set FACETS_PI_BRIDGE")}
 	}
@@ -192,7 +193,7 @@ func (f *manifestFlags) load(run *runFlags, profile string) (*compiler.Manifest,
 		return nil, "", usageError{err}
 	}
 	if f.manifest != "" {
-		m, err := compiler.LoadManifest(f.manifest)
+		m, err := manifest.LoadManifest(f.manifest)
 		if err != nil {
 			return nil, "", usageError{err}
 		}
@@ -269,7 +270,7 @@ kept and its id printed so "facets close --run ID" can retry.
 			if req.Profile == "" || req.Task == "" {
 				return usageError{errors.New("delegate needs --profile and --task")}
 			}
-			return rf.launch(a, cmd, &mf, req.Profile, func(ctx context.Context, rt *runtime.Runtime, m *compiler.Manifest) (string, any, error) {
+			return rf.launch(a, cmd, &mf, req.Profile, func(ctx context.Context, rt *runtime.Runtime, m *manifest.Manifest) (string, any, error) {
 				req.Manifest, req.MainSessionID, req.ToolSources = m, rf.mainSession, sources
 				d, err := rt.Delegate(ctx, req)
 				return d.Text(), d, err
@@ -312,7 +313,7 @@ queued (plus "messageId" when queued); "text" is the notification line
 			if req.Profile == "" {
 				return usageError{errors.New("invoke needs --profile")}
 			}
-			return rf.launch(a, cmd, &mf, req.Profile, func(ctx context.Context, rt *runtime.Runtime, m *compiler.Manifest) (string, any, error) {
+			return rf.launch(a, cmd, &mf, req.Profile, func(ctx context.Context, rt *runtime.Runtime, m *manifest.Manifest) (string, any, error) {
 				req.Manifest, req.MainSessionID, req.ToolSources = m, rf.mainSession, sources
 				d, err := rt.Invoke(ctx, req)
 				return runtime.InvocationText(d), d, err

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/herdr"
+	"github.com/facets-dev/facets/manifest"
 )
 
 // Environment variables a Sub Pi is started with. The capability token
@@ -32,7 +32,7 @@ var ambientTools = []string{"talk", "codemode", "tool_search", "mcp__*", "list_m
 // Spec is one Sub launch: the profile snapshot plus the facts the Main
 // contributes (trust, origin, session to resume) and the Facets bridge.
 type Spec struct {
-	Profile compiler.Profile
+	Profile manifest.Profile
 	// Bridge is the absolute path of the Facets Pi extension loaded with -e
 	// right after --no-extensions.
 	Bridge string
@@ -154,7 +154,7 @@ type resolvedProfile struct {
 
 // ResolvedProfile renders p in the reference's ResolvedProfile shape, the
 // snapshot the Sub reads from its channel manifest.
-func ResolvedProfile(p compiler.Profile) (json.RawMessage, error) {
+func ResolvedProfile(p manifest.Profile) (json.RawMessage, error) {
 	l := p.Launch
 	r := resolvedProfile{
 		Version:            1,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 )
 
@@ -20,7 +21,7 @@ var update = flag.Bool("update", false, "rewrite golden files in testdata/golden
 
 // exampleManifest compiles testdata/example from the service directory,
 // the same tree `facets compile` is documented with.
-func exampleManifest(t *testing.T, trusted bool) (*compiler.Manifest, string) {
+func exampleManifest(t *testing.T, trusted bool) (*manifest.Manifest, string) {
 	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -48,7 +49,7 @@ func exampleManifest(t *testing.T, trusted bool) (*compiler.Manifest, string) {
 	return m, root
 }
 
-func profile(t *testing.T, m *compiler.Manifest, name string) compiler.Profile {
+func profile(t *testing.T, m *manifest.Manifest, name string) manifest.Profile {
 	t.Helper()
 	for _, p := range m.Profiles {
 		if p.Name == name {
@@ -56,7 +57,7 @@ func profile(t *testing.T, m *compiler.Manifest, name string) compiler.Profile {
 		}
 	}
 	t.Fatalf("profile %s not in the example manifest", name)
-	return compiler.Profile{}
+	return manifest.Profile{}
 }
 
 // render prints argv one argument a line, then the tab environment, then

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/runtime"
 	"github.com/facets-dev/facets/runtime/launch"
 )
@@ -76,7 +76,7 @@ type Notice struct {
 
 // MainPlan builds the plan of a Main Pi from a compiled manifest and its
 // diagnostics; profile is the --profile value (empty: none).
-func MainPlan(m *compiler.Manifest, ds []compiler.Diagnostic, profile string) Plan {
+func MainPlan(m *manifest.Manifest, ds []manifest.Diagnostic, profile string) Plan {
 	p := Plan{Role: "main", Sections: map[string]string{
 		SectionProfiles: catalog(m.Profiles),
 		SectionMain:     mainContext(m.Main),
@@ -93,7 +93,7 @@ func MainPlan(m *compiler.Manifest, ds []compiler.Diagnostic, profile string) Pl
 	if profile == "" {
 		return p
 	}
-	i := slices.IndexFunc(m.Profiles, func(pr compiler.Profile) bool { return pr.Name == profile })
+	i := slices.IndexFunc(m.Profiles, func(pr manifest.Profile) bool { return pr.Name == profile })
 	if i < 0 {
 		p.Error = unknownProfile(profile, m.Profiles, ds)
 		return p
@@ -179,7 +179,7 @@ func activeProfile(name, model, thinking string, tools, skills []string) (*Activ
 
 // catalog renders facets_profiles: the agent-invokable profiles only, cut
 // at catalogLimit with a count of what was left out.
-func catalog(ps []compiler.Profile) string {
+func catalog(ps []manifest.Profile) string {
 	const head = "## Available Facets delegation profiles\n"
 	const foot = "Use the exact profile name as delegate.profile. Project profiles override same-named global profiles."
 	var lines []string
@@ -210,7 +210,7 @@ func catalog(ps []compiler.Profile) string {
 }
 
 // mainContext renders facets_main from the MAIN.md sections, global to nearest.
-func mainContext(ms []compiler.MainSection) string {
+func mainContext(ms []manifest.MainSection) string {
 	var parts []string
 	for _, s := range ms {
 		if c := strings.TrimSpace(s.Content); c != "" {
@@ -221,7 +221,7 @@ func mainContext(ms []compiler.MainSection) string {
 }
 
 // listing renders the /profiles report.
-func listing(ps []compiler.Profile, ds []compiler.Diagnostic) Notice {
+func listing(ps []manifest.Profile, ds []manifest.Diagnostic) Notice {
 	var lines []string
 	for _, p := range ps {
 		lines = append(lines, p.Summary())
@@ -242,18 +242,18 @@ func listing(ps []compiler.Profile, ds []compiler.Diagnostic) Notice {
 	return n
 }
 
-func diagLine(d compiler.Diagnostic) string {
+func diagLine(d manifest.Diagnostic) string {
 	if d.File == "" {
 		return d.Message
 	}
 	return d.File + ": " + d.Message
 }
 
-func unknownProfile(name string, ps []compiler.Profile, ds []compiler.Diagnostic) string {
-	msg := compiler.UnknownProfileMessage(name, ps)
+func unknownProfile(name string, ps []manifest.Profile, ds []manifest.Diagnostic) string {
+	msg := manifest.UnknownProfileMessage(name, ps)
 	var bad []string
 	for _, d := range ds {
-		if d.Severity == compiler.Error {
+		if d.Severity == manifest.Error {
 			bad = append(bad, diagLine(d))
 		}
 	}

@@ -1,4 +1,8 @@
-package compiler
+// Package manifest is the frozen launch snapshot facets compile writes and
+// the runtime launches from: its types, its deterministic encoding, and
+// reading it back checked against the #Manifest schema. It depends only on
+// the cue package, so the runtime can read a manifest without the compiler.
+package manifest
 
 import (
 	"bytes"
@@ -8,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/facets-dev/facets/cue"
 )
@@ -60,6 +65,21 @@ func (p Profile) Summary() string {
 		line += " — " + p.Description
 	}
 	return line
+}
+
+// UnknownProfileMessage is the message for a profile name that is not in
+// the catalog ps: the name and every available name, so the user (or the
+// model) can pick a valid one without listing profiles first.
+func UnknownProfileMessage(name string, ps []Profile) string {
+	avail := make([]string, 0, len(ps))
+	for _, p := range ps {
+		avail = append(avail, p.Name)
+	}
+	list := strings.Join(avail, ", ")
+	if list == "" {
+		list = "(none)"
+	}
+	return fmt.Sprintf("Unknown Facets profile '%s'. Available: %s.", name, list)
 }
 
 // Launch is the snapshot a Sub or a startup --profile is launched from.
