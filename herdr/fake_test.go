@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/facets-dev/facets/herdr/herdrtest"
+	"github.com/facets-dev/facets/internal/herdrtest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata")

@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/facets-dev/facets/herdr/herdrtest"
+	"github.com/facets-dev/facets/internal/herdrtest"
 )
 
 const testRunID = "3F2A9C1E-77B0-4D5A-9E21-0C4B8D6F1A23"

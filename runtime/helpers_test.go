@@ -13,7 +13,7 @@ import (
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/herdr"
-	"github.com/facets-dev/facets/herdr/herdrtest"
+	"github.com/facets-dev/facets/internal/herdrtest"
 	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 	"github.com/facets-dev/facets/runtime/channel"
