@@ -4,7 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/facets-dev/facets/compiler"
-	"github.com/facets-dev/facets/manifest"
+	"github.com/facets-dev/facets/internal/fsutil"
 )
 
 func newCompileCmd(a *app) *cobra.Command {
@@ -52,7 +52,7 @@ or unknown name reports its own diagnostic and writes nothing.`,
 				if _, err := a.stdout.Write(b); err != nil {
 					return err
 				}
-			} else if err := manifest.WriteFileAtomic(out, b, 0o644); err != nil {
+			} else if err := fsutil.WriteFileAtomic(out, b, 0o644); err != nil {
 				return err
 			}
 			if compiler.HasErrors(ds) {
