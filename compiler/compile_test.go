@@ -2,7 +2,6 @@ package compiler
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,11 +14,10 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/golden"
 	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // fixture is a txtar case: its comment holds directives, its files form a
 // tree with agent/ as Pi's agent dir and home/ as the home directory, and
@@ -130,7 +128,7 @@ func loadFixture(t *testing.T, path string) *fixture {
 	return &fixture{path: path, archive: a, root: root, opts: opts}
 }
 
-// check compares a section against got, or rewrites it under -update.
+// check compares a section against got, or rewrites it under FACETS_UPDATE=1.
 func (f *fixture) check(t *testing.T, section, got string) {
 	t.Helper()
 	got = strings.ReplaceAll(got, f.root, "$ROOT")
@@ -138,7 +136,7 @@ func (f *fixture) check(t *testing.T, section, got string) {
 		if file.Name != section {
 			continue
 		}
-		if *update {
+		if golden.Update() {
 			f.archive.Files[i].Data = []byte(got)
 			return
 		}
@@ -147,15 +145,15 @@ func (f *fixture) check(t *testing.T, section, got string) {
 		}
 		return
 	}
-	if *update {
+	if golden.Update() {
 		f.archive.Files = append(f.archive.Files, txtar.File{Name: section, Data: []byte(got)})
 		return
 	}
-	t.Errorf("%s: missing section %s; run go test -update", f.path, section)
+	t.Errorf("%s: missing section %s; run with FACETS_UPDATE=1", f.path, section)
 }
 
 func (f *fixture) save(t *testing.T) {
-	if *update {
+	if golden.Update() {
 		if err := os.WriteFile(f.path, txtar.Format(f.archive), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/golden"
 	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 )
@@ -31,7 +32,7 @@ import (
 //	big: PATH BYTES       create a file of that many bytes
 //
 // The agent dir is <tree>/agent and the cwd <tree>/project. The section
-// named "want" holds the expected catalog; -update rewrites it.
+// named "want" holds the expected catalog; FACETS_UPDATE=1 rewrites it.
 type roleFixture struct {
 	path    string
 	archive *txtar.Archive
@@ -155,7 +156,7 @@ func TestRoleFixtures(t *testing.T) {
 			roles, diags, sources := compileRoles(schema, f.input)
 			got := renderRoles(f.tree, roles, diags, sources)
 			i := slices.IndexFunc(f.archive.Files, func(tf txtar.File) bool { return tf.Name == "want" })
-			if *update {
+			if golden.Update() {
 				if i < 0 {
 					f.archive.Files = append(f.archive.Files, txtar.File{Name: "want"})
 					i = len(f.archive.Files) - 1
@@ -167,7 +168,7 @@ func TestRoleFixtures(t *testing.T) {
 				return
 			}
 			if i < 0 {
-				t.Fatalf("%s has no want section; run with -update", path)
+				t.Fatalf("%s has no want section; run with FACETS_UPDATE=1", path)
 			}
 			if diff := cmp.Diff(string(f.archive.Files[i].Data), got); diff != "" {
 				t.Errorf("%s mismatch (-want +got):\n%s", path, diff)

@@ -1,8 +1,6 @@
 package herdr
 
 import (
-	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,8 +8,6 @@ import (
 
 	"github.com/facets-dev/facets/internal/herdrtest"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
 
 // fakeBinDir holds the fake herdr executable built once for the package.
 var fakeBinDir string
@@ -49,26 +45,4 @@ func (f *fixture) tokenFile() string {
 		f.t.Fatal(err)
 	}
 	return path
-}
-
-// golden compares got with testdata/name, rewriting it under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./herdr -update to create it)", err)
-	}
-	if !bytes.Equal(want, got) {
-		t.Errorf("%s differs from golden file (run with -update to accept):\n--- want\n%s\n--- got\n%s", path, want, got)
-	}
 }

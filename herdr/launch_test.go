@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/facets-dev/facets/internal/golden"
 	"github.com/facets-dev/facets/internal/herdrtest"
 )
 
@@ -113,7 +114,7 @@ func TestLaunchArgvGolden(t *testing.T) {
 	}
 	got := strings.ReplaceAll(buf.String(), req.TokenFile, "$TOKEN_FILE")
 	got = strings.ReplaceAll(got, f.Dir, "$STATE")
-	golden(t, "launch.golden", []byte(got))
+	golden.Check(t, filepath.Join("testdata", "launch.golden"), []byte(got))
 }
 
 func TestLaunchKeepsTokenOffCommandLines(t *testing.T) {

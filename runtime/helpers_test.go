@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,8 +17,6 @@ import (
 	"github.com/facets-dev/facets/profiles"
 	"github.com/facets-dev/facets/runtime/channel"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
 
 // fakeBinDir holds the fake herdr executable, built once for the package.
 var fakeBinDir string

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/facets-dev/facets/internal/golden"
 )
 
 // listScene sets up one Main with an idle ephemeral Sub, an open
@@ -75,19 +75,7 @@ func TestListGolden(t *testing.T) {
 			}
 			got := stable.Replace(l.Text() + "\n-- json --\n" + string(js) + "\n")
 			path := filepath.Join("testdata", c.name+".golden")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("%s (-want +got):\n%s", path, diff)
-			}
+			golden.Check(t, path, []byte(got))
 		})
 	}
 }

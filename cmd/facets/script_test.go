@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/facets-dev/facets/internal/golden"
 )
 
 func TestMain(m *testing.M) {
@@ -15,7 +17,8 @@ func TestMain(m *testing.M) {
 }
 
 // TestScripts runs the end-to-end scripts in testdata/script against the
-// facets binary. FACETS_UPDATE=1 rewrites their expected output.
+// facets binary. FACETS_UPDATE=1 (see internal/golden) rewrites their
+// expected output.
 func TestScripts(t *testing.T) {
 	example, err := filepath.Abs("../../testdata/example")
 	if err != nil {
@@ -25,7 +28,7 @@ func TestScripts(t *testing.T) {
 		Dir:                 "../../testdata/script",
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
-		UpdateScripts:       os.Getenv("FACETS_UPDATE") == "1",
+		UpdateScripts:       golden.Update(),
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("EXAMPLE", example)
 			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))

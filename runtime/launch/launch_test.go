@@ -3,21 +3,16 @@ package launch
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/golden"
 	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata/golden")
 
 // exampleManifest compiles testdata/example from the service directory,
 // the same tree `facets compile` is documented with.
@@ -114,19 +109,7 @@ func TestArgsGolden(t *testing.T) {
 			c.spec.Bridge = bridge
 			got := render(t, c.spec, root)
 			path := filepath.Join("testdata", "golden", c.name+".txt")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-			}
+			golden.Check(t, path, []byte(got))
 		})
 	}
 }
