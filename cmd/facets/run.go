@@ -18,9 +18,9 @@ import (
 	"github.com/facets-dev/facets/herdr"
 	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
-	"github.com/facets-dev/facets/runtime"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
+	"github.com/facets-dev/facets/runtime/subs"
 )
 
 // runFlags are the flags shared by the Sub commands: which Main they act
@@ -50,7 +50,7 @@ func (f *runFlags) validate() error {
 }
 
 // runtime builds the runtime the flags describe, with the real herdr.
-func (f *runFlags) runtime(bridge string) (*runtime.Runtime, error) {
+func (f *runFlags) runtime(bridge string) (*subs.Runtime, error) {
 	if err := f.validate(); err != nil {
 		return nil, err
 	}
@@ -67,9 +67,9 @@ func (f *runFlags) runtime(bridge string) (*runtime.Runtime, error) {
 	if root == "" {
 		root = channel.RuntimeRoot()
 	}
-	return &runtime.Runtime{
+	return &subs.Runtime{
 		Surface:     &herdr.CLI{Runner: herdr.ExecRunner{}, Getenv: os.Getenv},
-		Store:       runtime.Store{Dir: state},
+		Store:       subs.Store{Dir: state},
 		ChannelRoot: root,
 		Bridge:      bridge,
 		AgentDir:    agentDir,
@@ -108,7 +108,7 @@ func (f *runFlags) failure(a *app, err error) error {
 	}
 	if f.format == "json" {
 		out := map[string]any{"ok": false, "error": err.Error()}
-		var retained *runtime.RetainedRunError
+		var retained *subs.RetainedRunError
 		if errors.As(err, &retained) {
 			out["runId"] = retained.RunID
 		}
@@ -131,7 +131,7 @@ func writeJSONValue(w io.Writer, v any) error {
 // launch loads the profile's manifest and the runtime, runs op under a
 // signal-cancelled context and prints its result; delegate and invoke share it.
 func (f *runFlags) launch(a *app, cmd *cobra.Command, mf *manifestFlags, profile string,
-	op func(context.Context, *runtime.Runtime, *manifest.Manifest) (string, any, error)) error {
+	op func(context.Context, *subs.Runtime, *manifest.Manifest) (string, any, error)) error {
 	m, bridge, err := mf.load(f, profile)
 	if err != nil {
 		return f.failure(a, err)
@@ -248,7 +248,7 @@ func (ts *toolSources) Set(v string) error {
 func newDelegateCmd(a *app) *cobra.Command {
 	var rf runFlags
 	var mf manifestFlags
-	var req runtime.DelegateRequest
+	var req subs.DelegateRequest
 	var sources toolSources
 	cmd := &cobra.Command{
 		Use:   "delegate --profile P --title T --task TEXT",
@@ -270,7 +270,7 @@ kept and its id printed so "facets close --run ID" can retry.
 			if req.Profile == "" || req.Task == "" {
 				return usageError{errors.New("delegate needs --profile and --task")}
 			}
-			return rf.launch(a, cmd, &mf, req.Profile, func(ctx context.Context, rt *runtime.Runtime, m *manifest.Manifest) (string, any, error) {
+			return rf.launch(a, cmd, &mf, req.Profile, func(ctx context.Context, rt *subs.Runtime, m *manifest.Manifest) (string, any, error) {
 				req.Manifest, req.MainSessionID, req.ToolSources = m, rf.mainSession, sources
 				d, err := rt.Delegate(ctx, req)
 				return d.Text(), d, err
@@ -292,7 +292,7 @@ kept and its id printed so "facets close --run ID" can retry.
 func newInvokeCmd(a *app) *cobra.Command {
 	var rf runFlags
 	var mf manifestFlags
-	var req runtime.InvokeRequest
+	var req subs.InvokeRequest
 	var sources toolSources
 	cmd := &cobra.Command{
 		Use:   "invoke --profile P [--task TEXT]",
@@ -313,10 +313,10 @@ queued (plus "messageId" when queued); "text" is the notification line
 			if req.Profile == "" {
 				return usageError{errors.New("invoke needs --profile")}
 			}
-			return rf.launch(a, cmd, &mf, req.Profile, func(ctx context.Context, rt *runtime.Runtime, m *manifest.Manifest) (string, any, error) {
+			return rf.launch(a, cmd, &mf, req.Profile, func(ctx context.Context, rt *subs.Runtime, m *manifest.Manifest) (string, any, error) {
 				req.Manifest, req.MainSessionID, req.ToolSources = m, rf.mainSession, sources
 				d, err := rt.Invoke(ctx, req)
-				return runtime.InvocationText(d), d, err
+				return subs.InvocationText(d), d, err
 			})
 		},
 	}
@@ -423,7 +423,7 @@ Sub messages keep the channel ("retained") without holding a slot.
 	}
 	rf.register(cmd)
 	cmd.Flags().StringVar(&runID, "run", "", "run id or unique prefix (required)")
-	cmd.Flags().StringVar(&reason, "reason", "", "reason recorded in close.json (default: "+runtime.DefaultCloseReason+")")
+	cmd.Flags().StringVar(&reason, "reason", "", "reason recorded in close.json (default: "+subs.DefaultCloseReason+")")
 	cmd.MarkFlagRequired("run")
 	return cmd
 }

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/facets-dev/facets/manifest"
-	"github.com/facets-dev/facets/runtime"
 	"github.com/facets-dev/facets/runtime/launch"
+	"github.com/facets-dev/facets/runtime/subs"
 )
 
 // Prompt section keys, fixed by the reference extension so prompts and
@@ -128,7 +128,7 @@ const ManualSubGuidance = "The user invoked this Sub directly through its profil
 // profile's instructions.
 func SubPlan(rawProfile json.RawMessage, origin string) Plan {
 	protocol := SubProtocol
-	if origin == runtime.OriginManual {
+	if origin == subs.OriginManual {
 		protocol += "\n\n" + ManualSubGuidance
 	}
 	p := Plan{Role: "sub", Sections: map[string]string{SectionSubProtocol: protocol, SectionProfile: ""},

@@ -1,4 +1,4 @@
-package runtime
+package subs
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func listScene(t *testing.T) (*fixture, *strings.Replacer) {
 		t.Fatal(err)
 	}
 	f.now = f.now.Add(90 * time.Second)
-	example, _ := filepath.Abs("../testdata/example")
+	example, _ := filepath.Abs("../../testdata/example")
 	var pairs []string
 	for name, id := range map[string]string{"ORACLE": oracle.RunID, "REVIEWER": reviewer.RunID, "CLOSED": closed.RunID, "MANUAL": manual.RunID} {
 		pairs = append(pairs, id, "<"+name+">", id[:8], "<"+name+"8>")

@@ -1,4 +1,4 @@
-package runtime
+package subs
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func exampleManifest(tb testing.TB) *manifest.Manifest {
 	if compiledExample != nil {
 		return compiledExample
 	}
-	example, err := filepath.Abs("../testdata/example")
+	example, err := filepath.Abs("../../testdata/example")
 	if err != nil {
 		tb.Fatal(err)
 	}

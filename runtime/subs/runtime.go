@@ -1,9 +1,9 @@
-// Package runtime runs compiled profiles as Sub Pis in Herdr: it delegates
+// Package subs runs compiled profiles as Sub Pis in Herdr: it delegates
 // (launches or resumes) Subs, talks to them and interrupts them through
 // their file channels, closes them, lists them, and keeps the Main's runs
 // and profile-command bindings on disk so separate CLI processes, a
 // reloaded Main and a resumed Main all see the same Subs.
-package runtime
+package subs
 
 import (
 	"context"
