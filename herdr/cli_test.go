@@ -12,13 +12,27 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// launched returns a fixture with one Sub already launched.
+const testRunID = "3F2A9C1E-77B0-4D5A-9E21-0C4B8D6F1A23"
+
+// launched returns a fixture with one Sub already launched: the adapter's
+// four launch steps, run directly (the transaction with its rollback is
+// runtime/launch.OpenTab).
 func launched(t *testing.T) (*fixture, Handle) {
 	t.Helper()
 	f := newFixture(t)
-	h, err := Launch(context.Background(), f.cli, f.request())
+	ctx := context.Background()
+	h, err := f.cli.CreateTab(ctx, TabSpec{Cwd: "/repo", Title: "Review auth refresh"})
+	if err == nil {
+		h, err = f.cli.StartAgent(ctx, h, AgentSpec{Name: AgentName(testRunID), Args: []string{"--no-session"}})
+	}
+	if err == nil {
+		err = f.cli.ReportMetadata(ctx, h, Metadata{MainSession: "main-session-1", RunID: testRunID, Profile: "reviewer"})
+	}
+	if err == nil {
+		err = f.cli.Prompt(ctx, h, "--review the refresh flow")
+	}
 	if err != nil {
-		t.Fatalf("Launch: %v", err)
+		t.Fatalf("launch: %v", err)
 	}
 	return f, h
 }
@@ -169,8 +183,8 @@ func TestCheck(t *testing.T) {
 		if !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "requires Herdr") {
 			t.Errorf("Check = %v, want ErrNotInstalled with guidance", err)
 		}
-		if _, err := Launch(ctx, f.cli, f.request()); !errors.Is(err, ErrNotInstalled) {
-			t.Errorf("Launch = %v, want ErrNotInstalled", err)
+		if _, err := f.cli.CreateTab(ctx, TabSpec{Cwd: "/repo", Title: "x"}); !errors.Is(err, ErrNotInstalled) {
+			t.Errorf("CreateTab = %v, want ErrNotInstalled", err)
 		}
 	})
 	t.Run("explicit path missing", func(t *testing.T) {

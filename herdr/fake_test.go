@@ -1,9 +1,6 @@
 package herdr
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/facets-dev/facets/internal/herdrtest"
@@ -34,15 +31,4 @@ func newFixture(t *testing.T, extraEnv ...string) *fixture {
 	fake := herdrtest.New(t, fakeBinDir, dir, dir)
 	fake.Env = append(fake.Env, extraEnv...)
 	return &fixture{Fake: fake, t: t, cli: &CLI{Runner: ExecRunner{Env: fake.Env}, Getenv: fake.Getenv}}
-}
-
-// tokenFile writes an owner-only token file and returns its path.
-func (f *fixture) tokenFile() string {
-	f.t.Helper()
-	token := "f00dfacecafebeef" + strings.Repeat("0123456789abcdef", 3)
-	path := filepath.Join(f.t.TempDir(), "token")
-	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
-		f.t.Fatal(err)
-	}
-	return path
 }

@@ -224,3 +224,15 @@ func WaitForFile(tb testing.TB, path string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TokenFile writes an owner-only capability token file, as the runtime
+// creates for a Sub, and returns its path.
+func TokenFile(tb testing.TB) string {
+	tb.Helper()
+	token := "f00dfacecafebeef" + strings.Repeat("0123456789abcdef", 3)
+	path := filepath.Join(tb.TempDir(), "token")
+	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}

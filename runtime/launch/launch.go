@@ -14,7 +14,7 @@ import (
 )
 
 // Environment variables a Sub Pi is started with. The capability token
-// itself never travels here: herdr.Launch adds PI_FACETS_TOKEN_FILE.
+// itself never travels here: OpenTab adds PI_FACETS_TOKEN_FILE.
 const (
 	RoleEnv    = "PI_FACETS_ROLE"
 	ChannelEnv = "PI_FACETS_CHANNEL"
@@ -95,7 +95,7 @@ func (s Spec) Args() []string {
 	return args
 }
 
-// Env returns the tab environment Facets sets itself; herdr.Launch appends
+// Env returns the tab environment Facets sets itself; OpenTab appends
 // PI_FACETS_TOKEN_FILE so the token stays off every command line.
 func Env(channelDir string) []herdr.EnvVar {
 	return []herdr.EnvVar{{Name: RoleEnv, Value: RoleSub}, {Name: ChannelEnv, Value: channelDir}}

@@ -110,7 +110,7 @@ func (e *RetainedRunError) Error() string {
 	return fmt.Sprintf("%v Sub run %s remains open.%s Use close_sub to retry.", e.Err, e.RunID, persist)
 }
 
-// Unwrap exposes the launch failure (a *herdr.CleanupError) to errors.As.
+// Unwrap exposes the launch failure (a *launch.CleanupError) to errors.As.
 func (e *RetainedRunError) Unwrap() error { return e.Err }
 
 // DelegateRequest asks for a new Sub, or for a persistent one to resume.
@@ -187,7 +187,7 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p manifest
 		Manual:          req.Manual,
 		ResumeSessionID: resumeID,
 	}
-	h, err := herdr.Launch(ctx, rt.Surface, herdr.LaunchRequest{
+	h, err := launch.OpenTab(ctx, rt.Surface, launch.TabRequest{
 		RunID:     run.RunID,
 		Title:     title,
 		Cwd:       cwd,
@@ -197,7 +197,7 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p manifest
 		Metadata:  herdr.Metadata{MainSession: req.MainSessionID, RunID: run.RunID, Profile: p.Name},
 		Task:      task,
 	})
-	var cleanup *herdr.CleanupError
+	var cleanup *launch.CleanupError
 	switch {
 	case errors.As(err, &cleanup):
 		run.LaunchPID = 0

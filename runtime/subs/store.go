@@ -41,7 +41,7 @@ type Run struct {
 	Surface            *Surface `json:"surface,omitempty"`
 	Tools              []string `json:"tools,omitempty"`
 	Skills             []string `json:"skills,omitempty"`
-	// LaunchPID, while set, marks a slot reserved before herdr.Launch
+	// LaunchPID, while set, marks a slot reserved before launch.OpenTab
 	// returned, by that process; if it dies the run becomes closable.
 	LaunchPID int `json:"launchPid,omitempty"`
 	// LaunchError is set when a launch failed and its rollback did too: the
