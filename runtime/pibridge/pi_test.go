@@ -436,21 +436,6 @@ func (e *piEnv) run(extraEnv []string, args ...string) (stdout, stderr string) {
 	return out.String(), errb.String()
 }
 
-// jsonEvents parses the JSONL stream of --mode json.
-func jsonEvents(t *testing.T, stdout string) []map[string]any {
-	t.Helper()
-	var evs []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(stdout))
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var ev map[string]any
-		if json.Unmarshal(sc.Bytes(), &ev) == nil {
-			evs = append(evs, ev)
-		}
-	}
-	return evs
-}
-
 // TestMainProfileAppliesToRealPi starts real Pi with the bridge and
 // --profile, and checks from the request Pi sends the model that the
 // profile's model, thinking level and exact tool set are active and the
