@@ -1,6 +1,6 @@
 // Package launch turns a compiled profile into the exact pi command line,
-// tab environment, channel profile snapshot and first prompt of a Sub, as
-// the pi-facets reference launches it (facets-ts §5).
+// tab environment, channel profile snapshot and first prompt of a Sub, in
+// the form the Sub side of the Facets extension expects.
 package launch
 
 import (
@@ -49,7 +49,8 @@ type Spec struct {
 	ResumeSessionID string
 }
 
-// Args returns pi's arguments in the reference order: bridge, Herdr's
+// Args returns pi's arguments in a fixed order, the one TypeScript Facets
+// launches a Sub with, so a Sub gets the same Pi from either: bridge, Herdr's
 // lifecycle extension, session, trust, name, extensions, tools, model,
 // thinking, skills.
 func (s Spec) Args() []string {
@@ -133,8 +134,8 @@ func ManualTask(profile, task string) string {
 	return "[User-invoked profile: " + profile + "]\nThe user explicitly requests this task:\n" + task
 }
 
-// resolvedProfile is the reference's ResolvedProfile, the channel
-// manifest's "profile" member; field order is the reference key order.
+// resolvedProfile is the channel manifest's "profile" member; its field
+// order is the on-disk key order both implementations write.
 type resolvedProfile struct {
 	Version            int      `json:"version"`
 	Name               string   `json:"name"`
@@ -152,8 +153,8 @@ type resolvedProfile struct {
 	ResolvedExtensions []string `json:"resolvedExtensions"`
 }
 
-// ResolvedProfile renders p in the reference's ResolvedProfile shape, the
-// snapshot the Sub reads from its channel manifest.
+// ResolvedProfile renders p as the profile snapshot the Sub reads from its
+// channel manifest.
 func ResolvedProfile(p manifest.Profile) (json.RawMessage, error) {
 	l := p.Launch
 	r := resolvedProfile{

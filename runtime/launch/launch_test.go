@@ -73,7 +73,7 @@ func render(t *testing.T, s Spec, root string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Indent, not re-marshal, so the golden file pins the reference key order.
+	// Indent, not re-marshal, so the golden file pins the on-disk key order.
 	var out bytes.Buffer
 	if err := json.Indent(&out, raw, "", "  "); err != nil {
 		t.Fatal(err)

@@ -12,8 +12,9 @@ import (
 	"github.com/facets-dev/facets/runtime/subs"
 )
 
-// Prompt section keys, fixed by the reference extension so prompts and
-// session patches stay comparable across implementations.
+// Prompt section keys. They are the keys TypeScript Facets uses, so a
+// session patched by either implementation has the same sections and a
+// reloaded Main replaces them instead of adding a second copy.
 const (
 	SectionProfiles    = "facets_profiles"
 	SectionProfile     = "facets_profile"
@@ -21,8 +22,9 @@ const (
 	SectionSubProtocol = "facets_sub_protocol"
 )
 
-// catalogLimit caps the facets_profiles section (16 KiB, as the reference);
-// the rest of the catalog is summarised in one line.
+// catalogLimit caps the facets_profiles section at 16 KiB, so a large
+// catalog cannot crowd the Main's prompt; the profiles past it are counted
+// in one line.
 const catalogLimit = 16 << 10
 
 // SubProtocol is the body of the facets_sub_protocol section.
@@ -110,8 +112,7 @@ func MainPlan(m *manifest.Manifest, ds []manifest.Diagnostic, profile string) Pl
 }
 
 // subProfile is the part of a channel manifest's profile snapshot (the
-// reference's ResolvedProfile shape, written by launch.ResolvedProfile) a
-// Sub applies.
+// shape launch.ResolvedProfile writes) a Sub applies.
 type subProfile struct {
 	Name         string   `json:"name"`
 	Tools        []string `json:"tools"`

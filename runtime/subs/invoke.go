@@ -21,7 +21,8 @@ type InvokeRequest struct {
 	ToolSources map[string]launch.ToolSource
 }
 
-// Invoke runs a user profile command with the reference's binding rules:
+// Invoke runs a user profile command (/sub:<profile>) with these binding
+// rules:
 // the Main session and profile are bound to one run; an open bound Sub gets
 // the task as a message (no new slot), a closed persistent one is resumed,
 // otherwise a new Sub is created and bound. A binding it cannot verify is
@@ -37,8 +38,9 @@ func (rt *Runtime) Invoke(ctx context.Context, req InvokeRequest) (Delegation, e
 	if err != nil {
 		return Delegation{}, err
 	}
-	// The reference checks tool provenance before any binding decision, so
-	// a profile whose tools cannot reach a Sub is refused even when queuing.
+	// Tool provenance is checked before any binding decision, so a profile
+	// whose tools cannot reach a Sub is refused even when the task would
+	// only be queued to an open Sub.
 	if p, err = withToolExtensions(p, req.ToolSources); err != nil {
 		return Delegation{}, err
 	}
@@ -167,7 +169,7 @@ func (rt *Runtime) queueInvocation(run *Run, profile, task string) (Delegation, 
 	return d, nil
 }
 
-// InvocationText is the reference's notification after a profile command:
+// InvocationText is the notification shown after a profile command:
 // "<created|resumed|queued>: <name> · <run8>[ · session <id>]".
 func InvocationText(d Delegation) string {
 	s := fmt.Sprintf("%s: %s · %s", d.Action, d.Profile, short(d.RunID))

@@ -79,7 +79,7 @@ type Delegation struct {
 	MessageID          string   `json:"messageId,omitempty"` // Invoke "queued" only
 }
 
-// Text is the tool result text of the reference's delegate tool.
+// Text is the delegate tool's result text as the model sees it.
 func (d Delegation) Text() string {
 	verb := "Created"
 	if d.Action == "resumed" {
@@ -101,7 +101,8 @@ type RetainedRunError struct {
 	Persist error
 }
 
-// Error renders the reference's delegate failure text with the run id.
+// Error renders the delegate failure text the model sees, with the run id
+// it needs to close or retry the retained run.
 func (e *RetainedRunError) Error() string {
 	persist := ""
 	if e.Persist != nil {
@@ -388,8 +389,7 @@ func channelExists(run *Run) bool {
 	return !errors.Is(err, fs.ErrNotExist)
 }
 
-// refresh brings a run up to date with its channel, as the reference's
-// poll loop does: the Sub's session identity, a manual closure of the tab
+// refresh brings a run up to date with its channel: the Sub's session identity, a manual closure of the tab
 // (closed.json), and the removal of a closed channel once the Main has
 // drained its messages. Problems leave the run as it was; they are the
 // channel watcher's to report.
@@ -480,7 +480,7 @@ type Message struct {
 	Sequence  int64  `json:"sequence"`
 }
 
-// Text is the reference's talk result text.
+// Text is the talk tool's result text as the model sees it.
 func (m Message) Text() string { return "Message queued for Sub: " + m.Title }
 
 // Talk queues one message for an open Sub of the Main; ref is a run id or
@@ -512,7 +512,7 @@ type Interruption struct {
 	TurnID string `json:"turnId"`
 }
 
-// Text is the reference's interrupt_sub result text.
+// Text is the interrupt_sub tool's result text as the model sees it.
 func (i Interruption) Text() string {
 	return "Requested interruption of Sub: " + i.Title + ". The Sub session remains open."
 }
@@ -552,7 +552,7 @@ type Closure struct {
 	Retained bool `json:"retained"`
 }
 
-// Text is the reference's close_sub result text.
+// Text is the close_sub tool's result text as the model sees it.
 func (c Closure) Text() string { return "Closed Sub: " + c.Title }
 
 // Close writes close.json, closes the Sub's tab and checks Herdr's answer.
@@ -577,8 +577,8 @@ func (rt *Runtime) Close(ctx context.Context, mainSessionID, ref, reason string)
 	ch, chErr := openChannel(run)
 	if chErr == nil {
 		defer ch.Close()
-		// The reference ignores this error too: the tab close below is what
-		// actually stops the Sub.
+		// This error is ignored: close.json only asks the Sub to wind down,
+		// and the tab close below is what actually stops it.
 		_ = ch.RequestClose(reason)
 	}
 	if err := rt.Surface.CloseTab(ctx, run.handle()); err != nil {

@@ -19,9 +19,10 @@ import (
 // RunVersion is the format version of a stored Run.
 const RunVersion = 1
 
-// Run is the Main's durable record of one Sub: the reference's RunSnapshot
-// plus what a short-lived CLI process needs to find the Sub again (the
-// Herdr handle, a reserved launch slot, a failed rollback).
+// Run is the Main's durable record of one Sub: its identity, profile,
+// channel, session and lifetime, plus what a short-lived CLI process needs
+// to find the Sub again (the Herdr handle, a reserved launch slot, a failed
+// rollback).
 type Run struct {
 	Version            int      `json:"version"`
 	RunID              string   `json:"runId"`
