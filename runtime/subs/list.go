@@ -1,4 +1,4 @@
-package runtime
+package subs
 
 import (
 	"context"
@@ -53,7 +53,8 @@ type Listing struct {
 	Resumable []Resumable `json:"resumable"`
 }
 
-// Text renders the listing as the reference's list_sub text.
+// Text renders the listing as the list_sub tool returns it to the model:
+// open Subs first, then resumable sessions, or "no Sub sessions.".
 func (l Listing) Text() string {
 	if len(l.Open) == 0 && len(l.Resumable) == 0 {
 		return "no Sub sessions."
