@@ -13,6 +13,7 @@ import (
 
 	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/internal/safefile"
+	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 )
 
@@ -68,7 +69,7 @@ type candidate struct {
 // Compile discovers, validates and resolves everything under opts into a
 // manifest. Diagnostics describe bad input; the error is reserved for
 // failures that make compiling impossible.
-func Compile(schema *cue.Schema, opts Options) (*Manifest, []Diagnostic, error) {
+func Compile(schema *cue.Schema, opts Options) (*manifest.Manifest, []Diagnostic, error) {
 	env := opts.Env
 	c := &compilation{validator: validator{schema: schema}, workers: opts.Workers, env: env, sources: map[string]string{}}
 	trust, err := profiles.DecideTrust(env, opts.TrustFlag)
@@ -96,11 +97,11 @@ func Compile(schema *cue.Schema, opts Options) (*Manifest, []Diagnostic, error) 
 		}
 	}
 
-	m := &Manifest{
-		Version:  ManifestVersion,
+	m := &manifest.Manifest{
+		Version:  manifest.ManifestVersion,
 		Cwd:      env.Cwd,
 		AgentDir: env.AgentDir,
-		Trust:    Trust{Trusted: trust.Trusted, Reason: trust.Reason, Path: trust.Path},
+		Trust:    manifest.Trust{Trusted: trust.Trusted, Reason: trust.Reason, Path: trust.Path},
 	}
 	m.Profiles = c.profiles(trust.Trusted)
 	m.Main = c.mainSections(trust.Trusted)
@@ -121,13 +122,13 @@ func Compile(schema *cue.Schema, opts Options) (*Manifest, []Diagnostic, error) 
 	m.Diagnostics = SortDiagnostics(diags)
 	m.Sources = c.sourceList()
 	if m.Profiles == nil {
-		m.Profiles = []Profile{}
+		m.Profiles = []manifest.Profile{}
 	}
 	if m.Roles == nil {
-		m.Roles = []Role{}
+		m.Roles = []manifest.Role{}
 	}
 	if m.Main == nil {
-		m.Main = []MainSection{}
+		m.Main = []manifest.MainSection{}
 	}
 	if m.Diagnostics == nil {
 		m.Diagnostics = []Diagnostic{}
@@ -174,23 +175,23 @@ func (c *compilation) readSource(path string) {
 		return
 	}
 	if b, err := safefile.ReadFile(path, maxSourceBytes); err == nil {
-		c.sources[path] = Digest(b)
+		c.sources[path] = manifest.Digest(b)
 	}
 }
 
-func (c *compilation) sourceList() []Source {
-	out := make([]Source, 0, len(c.sources))
+func (c *compilation) sourceList() []manifest.Source {
+	out := make([]manifest.Source, 0, len(c.sources))
 	for p, d := range c.sources {
-		out = append(out, Source{Path: p, SHA256: d})
+		out = append(out, manifest.Source{Path: p, SHA256: d})
 	}
-	slices.SortFunc(out, func(a, b Source) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(out, func(a, b manifest.Source) int { return strings.Compare(a.Path, b.Path) })
 	return out
 }
 
 // profiles validates every scope and applies precedence: nearer scopes
 // replace whole profiles, and an invalid definition removes a same-named
 // profile from broader scopes instead of silently falling back to it.
-func (c *compilation) profiles(trusted bool) []Profile {
+func (c *compilation) profiles(trusted bool) []manifest.Profile {
 	scopes := profiles.DiscoverProfiles(c.env, trusted)
 	var entries []profiles.Entry
 	for _, sp := range scopes {
@@ -211,10 +212,10 @@ func (c *compilation) profiles(trusted bool) []Profile {
 		}
 		for _, e := range sp.Entries {
 			if e.Config != nil {
-				c.sources[e.ConfigPath] = Digest(e.Config)
+				c.sources[e.ConfigPath] = manifest.Digest(e.Config)
 			}
 			if e.Instructions != nil {
-				c.sources[e.Instructions.Path] = Digest(e.Instructions.Content)
+				c.sources[e.Instructions.Path] = manifest.Digest(e.Instructions.Content)
 			}
 			ce := checked[i]
 			i++
@@ -265,7 +266,7 @@ func (c *compilation) profiles(trusted bool) []Profile {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	var out []Profile
+	var out []manifest.Profile
 	for _, n := range names {
 		if p, ok := c.resolve(effective[n], trusted, shadowed[n]); ok {
 			out = append(out, p)
@@ -433,9 +434,9 @@ func (c *validator) validateEntry(e profiles.Entry) (cand *candidate, valid bool
 }
 
 // resolve builds the launch snapshot of an effective profile.
-func (c *compilation) resolve(cand *candidate, trusted bool, overrides []string) (Profile, bool) {
+func (c *compilation) resolve(cand *candidate, trusted bool, overrides []string) (manifest.Profile, bool) {
 	e, cfg := cand.entry, cand.config
-	launch := Launch{
+	launch := manifest.Launch{
 		Model:              cfg.Model,
 		ThinkingLevel:      cfg.ThinkingLevel,
 		Tools:              dedupe(cfg.Tools),
@@ -453,7 +454,7 @@ func (c *compilation) resolve(cand *candidate, trusted bool, overrides []string)
 		launch.InstructionsSource = e.ConfigPath
 	}
 	if launch.Instructions != "" {
-		launch.InstructionsSHA256 = Digest([]byte(launch.Instructions))
+		launch.InstructionsSHA256 = manifest.Digest([]byte(launch.Instructions))
 	}
 
 	ok := true
@@ -470,7 +471,7 @@ func (c *compilation) resolve(cand *candidate, trusted bool, overrides []string)
 	c.diags = append(c.diags, ds...)
 	skills = append(skills, explicit...)
 	if !ok || len(ds) > 0 {
-		return Profile{}, false
+		return manifest.Profile{}, false
 	}
 	launch.Skills = profiles.DedupeByRealPath(skills)
 	if launch.Skills == nil {
@@ -479,13 +480,13 @@ func (c *compilation) resolve(cand *candidate, trusted bool, overrides []string)
 	for _, s := range launch.Skills {
 		c.readSource(s)
 	}
-	return Profile{
+	return manifest.Profile{
 		Name:           e.Name,
 		Description:    cfg.Description,
 		Scope:          string(e.Scope),
 		Form:           string(e.Form),
 		SourcePath:     e.ConfigPath,
-		SourceSHA256:   Digest(e.Config),
+		SourceSHA256:   manifest.Digest(e.Config),
 		AgentInvokable: launch.Invocation != "manual",
 		Overrides:      overrides,
 		Launch:         launch,
@@ -524,7 +525,7 @@ func (c *compilation) skillDiags(cand *candidate, trusted bool) []Diagnostic {
 	return ds
 }
 
-func (c *compilation) mainSections(trusted bool) []MainSection {
+func (c *compilation) mainSections(trusted bool) []manifest.MainSection {
 	files, probs := profiles.MainFiles(c.env, trusted)
 	for _, p := range probs {
 		sev := Warning
@@ -533,11 +534,11 @@ func (c *compilation) mainSections(trusted bool) []MainSection {
 		}
 		c.problem(p, sev)
 	}
-	var out []MainSection
+	var out []manifest.MainSection
 	for _, f := range files {
-		d := Digest(f.Raw)
+		d := manifest.Digest(f.Raw)
 		c.sources[f.Path] = d
-		out = append(out, MainSection{Path: f.Path, Scope: string(f.Scope), SHA256: d, Content: f.Content})
+		out = append(out, manifest.MainSection{Path: f.Path, Scope: string(f.Scope), SHA256: d, Content: f.Content})
 	}
 	return out
 }
@@ -545,12 +546,12 @@ func (c *compilation) mainSections(trusted bool) []MainSection {
 // selectNames keeps the requested profiles and their diagnostics. A name
 // that did not compile reports its own diagnostics, or an unknown-profile
 // error listing what is available.
-func selectNames(ps []Profile, ds []Diagnostic, names []string) ([]Profile, []Diagnostic) {
+func selectNames(ps []manifest.Profile, ds []Diagnostic, names []string) ([]manifest.Profile, []Diagnostic) {
 	want := map[string]bool{}
 	for _, n := range names {
 		want[n] = true
 	}
-	var out []Profile
+	var out []manifest.Profile
 	have := map[string]bool{}
 	for _, p := range ps {
 		if want[p.Name] {
@@ -569,24 +570,10 @@ func selectNames(ps []Profile, ds []Diagnostic, names []string) ([]Profile, []Di
 			continue
 		}
 		keep = append(keep, Diagnostic{Severity: Error, Code: "unknown-profile", Subject: n,
-			Message: UnknownProfileMessage(n, ps),
+			Message: manifest.UnknownProfileMessage(n, ps),
 			Hint:    "check the name, the working directory and project trust"})
 	}
 	return out, keep
-}
-
-// UnknownProfileMessage is the reference's text for a profile name that is
-// not in the catalog ps.
-func UnknownProfileMessage(name string, ps []Profile) string {
-	avail := make([]string, 0, len(ps))
-	for _, p := range ps {
-		avail = append(avail, p.Name)
-	}
-	list := strings.Join(avail, ", ")
-	if list == "" {
-		list = "(none)"
-	}
-	return fmt.Sprintf("Unknown Facets profile '%s'. Available: %s.", name, list)
 }
 
 func dedupe(xs []string) []string {

@@ -2,7 +2,6 @@ package compiler
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,10 +14,10 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/golden"
+	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // fixture is a txtar case: its comment holds directives, its files form a
 // tree with agent/ as Pi's agent dir and home/ as the home directory, and
@@ -129,7 +128,7 @@ func loadFixture(t *testing.T, path string) *fixture {
 	return &fixture{path: path, archive: a, root: root, opts: opts}
 }
 
-// check compares a section against got, or rewrites it under -update.
+// check compares a section against got, or rewrites it under FACETS_UPDATE=1.
 func (f *fixture) check(t *testing.T, section, got string) {
 	t.Helper()
 	got = strings.ReplaceAll(got, f.root, "$ROOT")
@@ -137,7 +136,7 @@ func (f *fixture) check(t *testing.T, section, got string) {
 		if file.Name != section {
 			continue
 		}
-		if *update {
+		if golden.Update() {
 			f.archive.Files[i].Data = []byte(got)
 			return
 		}
@@ -146,22 +145,22 @@ func (f *fixture) check(t *testing.T, section, got string) {
 		}
 		return
 	}
-	if *update {
+	if golden.Update() {
 		f.archive.Files = append(f.archive.Files, txtar.File{Name: section, Data: []byte(got)})
 		return
 	}
-	t.Errorf("%s: missing section %s; run go test -update", f.path, section)
+	t.Errorf("%s: missing section %s; run with FACETS_UPDATE=1", f.path, section)
 }
 
 func (f *fixture) save(t *testing.T) {
-	if *update {
+	if golden.Update() {
 		if err := os.WriteFile(f.path, txtar.Format(f.archive), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
-func summarize(m *Manifest) string {
+func summarize(m *manifest.Manifest) string {
 	var b strings.Builder
 	for _, p := range m.Profiles {
 		fmt.Fprintf(&b, "%s %s %s %s invokable=%v persistence=%s\n", p.Name, p.Scope, p.Form, p.SourcePath, p.AgentInvokable, p.Launch.SessionPersistence)
@@ -241,5 +240,26 @@ func TestCompileFixtures(t *testing.T) {
 			f.check(t, "want/profiles", summarize(m))
 			f.save(t)
 		})
+	}
+}
+
+func TestSplitRolePacks(t *testing.T) {
+	for in, want := range map[string][]string{
+		"":                 nil,
+		"/a":               {"/a"},
+		"/a:/b/c.md":       {"/a", "/b/c.md"},
+		":/a:: :/b:":       {"/a", "/b"},
+		"relative:/abs.md": {"relative", "/abs.md"}, // kept: the compiler reports relative paths
+	} {
+		got := SplitRolePacks(in)
+		if len(got) != len(want) {
+			t.Errorf("SplitRolePacks(%q) = %q, want %q", in, got, want)
+			continue
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Errorf("SplitRolePacks(%q) = %q, want %q", in, got, want)
+			}
+		}
 	}
 }

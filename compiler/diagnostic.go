@@ -5,32 +5,24 @@ package compiler
 import (
 	"cmp"
 	"slices"
+
+	"github.com/facets-dev/facets/manifest"
 )
 
-// Severity ranks a diagnostic.
-type Severity string
+// Severity ranks a diagnostic; see manifest.Severity.
+type Severity = manifest.Severity
 
 // Diagnostic severities.
 const (
-	Error   Severity = "error"
-	Warning Severity = "warning"
-	Info    Severity = "info"
+	Error   = manifest.Error
+	Warning = manifest.Warning
+	Info    = manifest.Info
 )
 
-// Diagnostic is one finding about the input, located in a file where
-// possible. Line and Column are 1-based; zero means the whole file.
-type Diagnostic struct {
-	Severity Severity `json:"severity"`
-	Code     string   `json:"code"`
-	File     string   `json:"file,omitempty"`
-	Line     int      `json:"line,omitempty"`
-	Column   int      `json:"column,omitempty"`
-	Message  string   `json:"message"`
-	Hint     string   `json:"hint,omitempty"`
-	// Subject names the profile or role the diagnostic is about, so an
-	// exact-name compile can report the matching diagnostic.
-	Subject string `json:"subject,omitempty"`
-}
+// Diagnostic is one finding about the input. It is the manifest's type,
+// because a manifest records the diagnostics of its compile; the alias keeps
+// the compiler's many diagnostics reading as plain Diagnostic.
+type Diagnostic = manifest.Diagnostic
 
 // HasErrors reports whether any diagnostic is an error.
 func HasErrors(ds []Diagnostic) bool {

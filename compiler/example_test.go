@@ -1,14 +1,12 @@
 package compiler
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/golden"
 	"github.com/facets-dev/facets/profiles"
 )
 
@@ -51,17 +49,5 @@ func TestExampleManifestGolden(t *testing.T) {
 		t.Errorf("manifest violates #Manifest: %+v", res.Findings)
 	}
 	got := strings.ReplaceAll(string(b), example, "$EXAMPLE")
-	const golden = "../testdata/golden/example.manifest.json"
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("example manifest changed; run go test ./compiler -update if intended (-want +got):\n%s", diff)
-	}
+	golden.Check(t, "../testdata/golden/example.manifest.json", []byte(got))
 }

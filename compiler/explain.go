@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 )
 
@@ -50,22 +51,22 @@ type InstructionsOrigin struct {
 // definition nearest first, which one won and why, the trust decision, and
 // for profiles where skills and instructions came from.
 type Explanation struct {
-	Kind        string       `json:"kind"` // profile or role
-	Name        string       `json:"name"`
-	Found       bool         `json:"found"`
-	Decision    string       `json:"decision"`
-	Trust       Trust        `json:"trust"`
-	TrustReason string       `json:"trustReason"`
-	Definitions []Definition `json:"definitions"`
-	NearMatches []string     `json:"nearMatches,omitempty"`
+	Kind        string         `json:"kind"` // profile or role
+	Name        string         `json:"name"`
+	Found       bool           `json:"found"`
+	Decision    string         `json:"decision"`
+	Trust       manifest.Trust `json:"trust"`
+	TrustReason string         `json:"trustReason"`
+	Definitions []Definition   `json:"definitions"`
+	NearMatches []string       `json:"nearMatches,omitempty"`
 	// Profile is the effective profile and its launch snapshot.
-	Profile      *Profile            `json:"profile,omitempty"`
+	Profile      *manifest.Profile   `json:"profile,omitempty"`
 	Skills       []SkillOrigin       `json:"skills,omitempty"`
 	Instructions *InstructionsOrigin `json:"instructions,omitempty"`
 	Visibility   string              `json:"visibility,omitempty"`
 	// Role is the effective role definition.
-	Role        *Role        `json:"role,omitempty"`
-	Diagnostics []Diagnostic `json:"diagnostics"`
+	Role        *manifest.Role `json:"role,omitempty"`
+	Diagnostics []Diagnostic   `json:"diagnostics"`
 }
 
 // ExplainProfile compiles opts and explains how the profile name resolved.
@@ -88,7 +89,7 @@ func ExplainProfile(schema *cue.Schema, opts Options, name string) (*Explanation
 			}
 		}
 	}
-	i := slices.IndexFunc(m.Profiles, func(p Profile) bool { return p.Name == name })
+	i := slices.IndexFunc(m.Profiles, func(p manifest.Profile) bool { return p.Name == name })
 	if i >= 0 {
 		p := m.Profiles[i]
 		x.Profile = &p
@@ -150,7 +151,7 @@ func ExplainProfile(schema *cue.Schema, opts Options, name string) (*Explanation
 	return x, nil
 }
 
-func newExplanation(kind, name string, m *Manifest, ds []Diagnostic) *Explanation {
+func newExplanation(kind, name string, m *manifest.Manifest, ds []Diagnostic) *Explanation {
 	x := &Explanation{Kind: kind, Name: name, Trust: m.Trust, Definitions: []Definition{}, Diagnostics: []Diagnostic{}}
 	switch m.Trust.Reason {
 	case "flag":
@@ -191,7 +192,7 @@ func isUnder(p, dir string) bool {
 
 // skillOrigins lists the skills of p in the order compile resolved them:
 // private skills of a directory profile, then each skills entry.
-func skillOrigins(p Profile, env profiles.Env, trusted bool) []SkillOrigin {
+func skillOrigins(p manifest.Profile, env profiles.Env, trusted bool) []SkillOrigin {
 	dir := filepath.Dir(p.SourcePath)
 	var out []SkillOrigin
 	if p.Form == string(profiles.Directory) {
@@ -218,7 +219,7 @@ func skillOrigins(p Profile, env profiles.Env, trusted bool) []SkillOrigin {
 	return out
 }
 
-func instructionsOrigin(p Profile) *InstructionsOrigin {
+func instructionsOrigin(p manifest.Profile) *InstructionsOrigin {
 	l := p.Launch
 	switch {
 	case l.InstructionsSource == "":
@@ -241,7 +242,7 @@ func ExplainRole(schema *cue.Schema, opts Options, name string) (*Explanation, e
 		return nil, err
 	}
 	x := newExplanation("role", name, m, ds)
-	if i := slices.IndexFunc(m.Roles, func(r Role) bool { return r.Name == name }); i >= 0 {
+	if i := slices.IndexFunc(m.Roles, func(r manifest.Role) bool { return r.Name == name }); i >= 0 {
 		r := m.Roles[i]
 		x.Role = &r
 	}

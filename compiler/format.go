@@ -43,9 +43,6 @@ func WriteDiagnostics(w io.Writer, format, base string, ds []Diagnostic) error {
 		}
 		return nil
 	case FormatJSON:
-		if rel == nil {
-			rel = []Diagnostic{}
-		}
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
 		enc.SetIndent("", "  ")

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 )
 
@@ -89,7 +90,7 @@ func lenientDiag(path string, line, col int, key, why, hint string, value any, d
 type roleDef struct {
 	file profiles.RoleFile
 	name string
-	role Role
+	role manifest.Role
 	// valid is false when the file has errors; at bundled, global and
 	// project level it then removes the name from lower layers, so an
 	// invalid definition never silently falls back.
@@ -102,7 +103,7 @@ type roleDef struct {
 // compileRoles discovers, validates and layers role definitions. It
 // returns the effective roles sorted by name, the diagnostics, and the
 // digest of every role file and package.json read.
-func compileRoles(schema *cue.Schema, in RoleInput) (roles []Role, diags []Diagnostic, sources []Source) {
+func compileRoles(schema *cue.Schema, in RoleInput) (roles []manifest.Role, diags []Diagnostic, sources []manifest.Source) {
 	found, problems := profiles.DiscoverRoles(profiles.RoleSources{BundledDir: in.BundledDir, Packs: in.Packs,
 		AgentDir: in.AgentDir, Cwd: in.Cwd, Trusted: in.Trusted})
 	for _, p := range problems {
@@ -117,16 +118,16 @@ func compileRoles(schema *cue.Schema, in RoleInput) (roles []Role, diags []Diagn
 	})
 	for i, f := range found.Files {
 		if f.Data != nil {
-			sources = append(sources, Source{Path: f.Path, SHA256: Digest(f.Data)})
+			sources = append(sources, manifest.Source{Path: f.Path, SHA256: manifest.Digest(f.Data)})
 		}
 		diags = append(diags, fileDiags[i]...)
 	}
 	for _, pkg := range found.Packages {
-		sources = append(sources, Source{Path: pkg.Path, SHA256: Digest(pkg.Data)})
+		sources = append(sources, manifest.Source{Path: pkg.Path, SHA256: manifest.Digest(pkg.Data)})
 	}
 	roles, layerDiags := layerRoles(defs)
 	diags = append(diags, layerDiags...)
-	slices.SortFunc(sources, func(a, b Source) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(sources, func(a, b manifest.Source) int { return strings.Compare(a.Path, b.Path) })
 	sources = slices.Compact(sources)
 	return roles, SortDiagnostics(diags), sources
 }
@@ -419,7 +420,7 @@ func lineReadingDiags(path, name string, yaml []byte, start int, fields map[stri
 }
 
 // buildRole turns validated fields into a manifest entry.
-func buildRole(f profiles.RoleFile, name string, fields map[string]any, body string) Role {
+func buildRole(f profiles.RoleFile, name string, fields map[string]any, body string) manifest.Role {
 	str := func(k string) string { s, _ := fields[k].(string); return s }
 	flag := func(k string) *bool {
 		if b, ok := fields[k].(bool); ok {
@@ -431,8 +432,8 @@ func buildRole(f profiles.RoleFile, name string, fields map[string]any, body str
 	if _, ok := fields["skills"]; !ok {
 		skills = str("skill") // the singular is read only when skills is absent
 	}
-	r := Role{
-		Name: name, Layer: f.Layer, Path: f.Path, SHA256: Digest(f.Data),
+	r := manifest.Role{
+		Name: name, Layer: f.Layer, Path: f.Path, SHA256: manifest.Digest(f.Data),
 		Provider: f.Provider, ProviderVersion: f.ProviderVersion,
 		Description: str("description"), Model: str("model"), Thinking: str("thinking"),
 		Tools: commaList(str("tools")), DenyTools: commaList(str("deny-tools")), Skills: commaList(skills),
@@ -459,10 +460,10 @@ func commaList(s string) []string {
 
 // layerRoles applies pi-herdr-agents' collection order (bundled, packs,
 // global, project; later layers win) and the package-layer collision rules.
-func layerRoles(defs []roleDef) ([]Role, []Diagnostic) {
+func layerRoles(defs []roleDef) ([]manifest.Role, []Diagnostic) {
 	var diags []Diagnostic
-	catalog := map[string]Role{}   // the current role of each name while layers are applied
-	bundled := map[string]string{} // name -> bundled path, valid or not
+	catalog := map[string]manifest.Role{} // the current role of each name while layers are applied
+	bundled := map[string]string{}        // name -> bundled path, valid or not
 	apply := func(d roleDef) {
 		if d.ignored {
 			return
@@ -546,11 +547,11 @@ func layerRoles(defs []roleDef) ([]Role, []Diagnostic) {
 		}
 	}
 
-	roles := make([]Role, 0, len(catalog))
+	roles := make([]manifest.Role, 0, len(catalog))
 	for _, r := range catalog {
 		roles = append(roles, r)
 	}
-	slices.SortFunc(roles, func(a, b Role) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(roles, func(a, b manifest.Role) int { return strings.Compare(a.Name, b.Name) })
 	return roles, diags
 }
 

@@ -16,6 +16,8 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/golden"
+	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 )
 
@@ -30,7 +32,7 @@ import (
 //	big: PATH BYTES       create a file of that many bytes
 //
 // The agent dir is <tree>/agent and the cwd <tree>/project. The section
-// named "want" holds the expected catalog; -update rewrites it.
+// named "want" holds the expected catalog; FACETS_UPDATE=1 rewrites it.
 type roleFixture struct {
 	path    string
 	archive *txtar.Archive
@@ -106,7 +108,7 @@ func loadRoleFixture(t *testing.T, path string) *roleFixture {
 
 // renderRoles prints a compile result with the temporary tree replaced by
 // $TREE, so it can be compared with the fixture's want section.
-func renderRoles(tree string, roles []Role, diags []Diagnostic, sources []Source) string {
+func renderRoles(tree string, roles []manifest.Role, diags []Diagnostic, sources []manifest.Source) string {
 	var b strings.Builder
 	b.WriteString("roles:\n")
 	for _, r := range roles {
@@ -154,7 +156,7 @@ func TestRoleFixtures(t *testing.T) {
 			roles, diags, sources := compileRoles(schema, f.input)
 			got := renderRoles(f.tree, roles, diags, sources)
 			i := slices.IndexFunc(f.archive.Files, func(tf txtar.File) bool { return tf.Name == "want" })
-			if *update {
+			if golden.Update() {
 				if i < 0 {
 					f.archive.Files = append(f.archive.Files, txtar.File{Name: "want"})
 					i = len(f.archive.Files) - 1
@@ -166,7 +168,7 @@ func TestRoleFixtures(t *testing.T) {
 				return
 			}
 			if i < 0 {
-				t.Fatalf("%s has no want section; run with -update", path)
+				t.Fatalf("%s has no want section; run with FACETS_UPDATE=1", path)
 			}
 			if diff := cmp.Diff(string(f.archive.Files[i].Data), got); diff != "" {
 				t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
@@ -208,23 +210,23 @@ func TestRoleFields(t *testing.T) {
 	tests := []struct {
 		name string
 		text string
-		want Role
+		want manifest.Role
 	}{
 		{"comma lists are split and trimmed", "---\ntools: read,  bash ,grep\ndeny-tools: subagent\nskills: a, b\n---\nBody\n",
-			Role{Tools: []string{"read", "bash", "grep"}, DenyTools: []string{"subagent"}, Skills: []string{"a", "b"}, Body: "Body"}},
+			manifest.Role{Tools: []string{"read", "bash", "grep"}, DenyTools: []string{"subagent"}, Skills: []string{"a", "b"}, Body: "Body"}},
 		{"skill is read when skills is absent", "---\nskill: one, two\n---\n",
-			Role{Skills: []string{"one", "two"}}},
-		{"skills wins over skill", "---\nskills: a\nskill: b\n---\n", Role{Skills: []string{"a"}}},
+			manifest.Role{Skills: []string{"one", "two"}}},
+		{"skills wins over skill", "---\nskills: a\nskill: b\n---\n", manifest.Role{Skills: []string{"a"}}},
 		{"booleans and enums", "---\nspawning: false\nauto-exit: true\ninteractive: false\npersistent: true\nthinking: high\nsystem-prompt: append\nsession-mode: fork\ndisable-model-invocation: true\n---\n",
-			Role{Spawning: &no, AutoExit: &yes, Interactive: &no, Persistent: &yes, Thinking: "high", SystemPrompt: "append",
+			manifest.Role{Spawning: &no, AutoExit: &yes, Interactive: &no, Persistent: &yes, Thinking: "high", SystemPrompt: "append",
 				SessionMode: "fork", DisableModelInvocation: true}},
 		{"strings", "---\ndescription: Reviews code\nmodel: anthropic/claude-sonnet-4\ncwd: work\n---\n",
-			Role{Description: "Reviews code", Model: "anthropic/claude-sonnet-4", Cwd: "work"}},
+			manifest.Role{Description: "Reviews code", Model: "anthropic/claude-sonnet-4", Cwd: "work"}},
 		{"dropped and read-as-false values", "---\nthinking: huge\nsession-mode: detached\nauto-exit: True\ninteractive: yes\ndisable-model-invocation: TRUE\n---\n",
-			Role{AutoExit: &no, Interactive: &no, DisableModelInvocation: true}},
-		{"empty block is an empty mapping", "---\n\n---\n\n\nHello\n\n", Role{Body: "Hello"}},
-		{"closing marker with trailing text still closes", "---\ntools: read\n----\nBody\n", Role{Tools: []string{"read"}, Body: "-\nBody"}},
-		{"comment-only block", "---\n# nothing yet\n---\nB", Role{Body: "B"}},
+			manifest.Role{AutoExit: &no, Interactive: &no, DisableModelInvocation: true}},
+		{"empty block is an empty mapping", "---\n\n---\n\n\nHello\n\n", manifest.Role{Body: "Hello"}},
+		{"closing marker with trailing text still closes", "---\ntools: read\n----\nBody\n", manifest.Role{Tools: []string{"read"}, Body: "-\nBody"}},
+		{"comment-only block", "---\n# nothing yet\n---\nB", manifest.Role{Body: "B"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -422,7 +424,7 @@ func BenchmarkCompileRoles1000(b *testing.B) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			b.Fatal(err)
 		}
-		text := fmt.Sprintf("---\ndescription: Role %d\ntools: read, bash\nthinking: high\nspawning: false\n%s---\nDo task %d.\n", i, extra, i)
+		text := fmt.Sprintf("---\ndescription: manifest.Role %d\ntools: read, bash\nthinking: high\nspawning: false\n%s---\nDo task %d.\n", i, extra, i)
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("role-%04d.md", i)), []byte(text), 0o644); err != nil {
 			b.Fatal(err)
 		}

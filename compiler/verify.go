@@ -10,6 +10,7 @@ import (
 
 	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/internal/safefile"
+	"github.com/facets-dev/facets/manifest"
 )
 
 // Diagnostic codes of a stale-snapshot check.
@@ -27,19 +28,19 @@ const (
 // version is reported as stale, not as an error, because recompiling fixes
 // it; a missing or malformed manifest is an error.
 func VerifyFile(schema *cue.Schema, path string, opts Options) ([]Diagnostic, error) {
-	data, err := safefile.ReadFile(path, MaxManifestBytes)
+	data, err := safefile.ReadFile(path, manifest.MaxManifestBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
 	var head struct {
 		Version *int `json:"version"`
 	}
-	if json.Unmarshal(data, &head) == nil && head.Version != nil && *head.Version != ManifestVersion {
+	if json.Unmarshal(data, &head) == nil && head.Version != nil && *head.Version != manifest.ManifestVersion {
 		return []Diagnostic{{Severity: Error, Code: CodeManifestVersion, File: path,
-			Message: fmt.Sprintf("manifest format version %d differs from this facets (version %d)", *head.Version, ManifestVersion),
+			Message: fmt.Sprintf("manifest format version %d differs from this facets (version %d)", *head.Version, manifest.ManifestVersion),
 			Hint:    "recompile it with facets compile --out"}}, nil
 	}
-	m, err := ReadManifest(schema, path)
+	m, err := manifest.ReadManifest(schema, path)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +59,7 @@ func VerifyFile(schema *cue.Schema, path string, opts Options) ([]Diagnostic, er
 // opts supplies what the manifest does not record: the home directory, the
 // role packs and bundled roles, and a trust override. A snapshot compiled
 // with --trust or --no-trust is checked under the same flag.
-func Verify(schema *cue.Schema, frozen *Manifest, path string, opts Options) ([]Diagnostic, error) {
+func Verify(schema *cue.Schema, frozen *manifest.Manifest, path string, opts Options) ([]Diagnostic, error) {
 	opts.Env.Cwd, opts.Env.AgentDir = frozen.Cwd, frozen.AgentDir
 	opts.Names = nil
 	if opts.TrustFlag == nil && frozen.Trust.Reason == "flag" {
@@ -123,12 +124,12 @@ func Verify(schema *cue.Schema, frozen *Manifest, path string, opts Options) ([]
 // sameCatalog compares what a launch uses. Profiles are compared for the
 // snapshot's names only, because an exact-name compile holds a subset
 // (an added profile shows up as an added source anyway).
-func sameCatalog(frozen, fresh *Manifest) bool {
+func sameCatalog(frozen, fresh *manifest.Manifest) bool {
 	names := map[string]bool{}
 	for _, p := range frozen.Profiles {
 		names[p.Name] = true
 	}
-	ps := []Profile{}
+	ps := []manifest.Profile{}
 	for _, p := range fresh.Profiles {
 		if names[p.Name] {
 			ps = append(ps, p)

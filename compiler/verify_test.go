@@ -6,11 +6,12 @@ import (
 	"testing"
 
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 )
 
 // verifyTree writes a one-profile agent dir and compiles it.
-func verifyTree(t *testing.T) (*cue.Schema, *Manifest, Options) {
+func verifyTree(t *testing.T) (*cue.Schema, *manifest.Manifest, Options) {
 	t.Helper()
 	root := t.TempDir()
 	agent := filepath.Join(root, "agent")
@@ -36,18 +37,22 @@ func verifyTree(t *testing.T) (*cue.Schema, *Manifest, Options) {
 func TestVerify(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		edit func(m *Manifest)
+		edit func(m *manifest.Manifest)
 		want []string // diagnostic codes
 	}{
-		{"current", func(*Manifest) {}, nil},
+		{"current", func(*manifest.Manifest) {}, nil},
 		// The sources are the same but the catalog is not: what a newer
 		// facets or schema would produce.
-		{"compile differs", func(m *Manifest) { m.Profiles[0].Launch.Tools = []string{"bash"} }, []string{CodeCompileDiffers}},
-		{"profile missing from snapshot", func(m *Manifest) { m.Profiles[0].Name = "other" }, []string{CodeCompileDiffers}},
-		{"source digest", func(m *Manifest) { m.Sources[0].SHA256 = Digest([]byte("x")) }, []string{CodeSourceChanged}},
-		{"source gone", func(m *Manifest) { m.Sources = append(m.Sources, Source{Path: "/no/such/file", SHA256: Digest(nil)}) }, []string{CodeSourceRemoved}},
-		{"source new", func(m *Manifest) { m.Sources = nil }, []string{CodeSourceAdded}},
-		{"trust", func(m *Manifest) { m.Trust = Trust{Trusted: true, Reason: "settings", Path: "/x/settings.json"} }, []string{CodeTrustChanged}},
+		{"compile differs", func(m *manifest.Manifest) { m.Profiles[0].Launch.Tools = []string{"bash"} }, []string{CodeCompileDiffers}},
+		{"profile missing from snapshot", func(m *manifest.Manifest) { m.Profiles[0].Name = "other" }, []string{CodeCompileDiffers}},
+		{"source digest", func(m *manifest.Manifest) { m.Sources[0].SHA256 = manifest.Digest([]byte("x")) }, []string{CodeSourceChanged}},
+		{"source gone", func(m *manifest.Manifest) {
+			m.Sources = append(m.Sources, manifest.Source{Path: "/no/such/file", SHA256: manifest.Digest(nil)})
+		}, []string{CodeSourceRemoved}},
+		{"source new", func(m *manifest.Manifest) { m.Sources = nil }, []string{CodeSourceAdded}},
+		{"trust", func(m *manifest.Manifest) {
+			m.Trust = manifest.Trust{Trusted: true, Reason: "settings", Path: "/x/settings.json"}
+		}, []string{CodeTrustChanged}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			schema, m, opts := verifyTree(t)

@@ -13,6 +13,8 @@ import (
 	cuelang "cuelang.org/go/cue"
 	"cuelang.org/go/cue/cuecontext"
 	"cuelang.org/go/encoding/jsonschema"
+
+	"github.com/facets-dev/facets/internal/golden"
 )
 
 func mustLoad(t testing.TB) *Schema {
@@ -100,19 +102,7 @@ func TestProfileJSONSchemaGolden(t *testing.T) {
 	}
 	b, _ := json.MarshalIndent(pretty, "", "  ")
 	b = append(b, '\n')
-	const golden = "profile.schema.json"
-	if *update {
-		if err := os.WriteFile(golden, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), string(b)); diff != "" {
-		t.Errorf("%s is stale; run go test ./cue -update (-want +got):\n%s", golden, diff)
-	}
+	golden.Check(t, "profile.schema.json", b)
 }
 
 // TestJSONSchemaAgreesWithCUE reads the generated JSON Schema back the way

@@ -1,17 +1,15 @@
 package cue
 
 import (
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/facets-dev/facets/internal/golden"
+)
 
 type roleFinding struct {
 	Code, Field  string
@@ -95,14 +93,14 @@ func TestRoleFindings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var golden strings.Builder
+	var report strings.Builder
 	for _, tc := range roleCases {
 		res := s.ValidateFrontmatter(Role, "role.md", []byte(tc.yaml), 2)
 		var got []roleFinding
-		fmt.Fprintf(&golden, "# %s\n", tc.name)
+		fmt.Fprintf(&report, "# %s\n", tc.name)
 		for _, f := range res.Findings {
 			got = append(got, roleFinding{f.Code, f.Field, f.Line, f.Column})
-			fmt.Fprintf(&golden, "%s:%d:%d: %s [%s] %s\n\thint: %s\n", f.File, f.Line, f.Column, f.Code, f.Field, f.Message, f.Hint)
+			fmt.Fprintf(&report, "%s:%d:%d: %s [%s] %s\n\thint: %s\n", f.File, f.Line, f.Column, f.Code, f.Field, f.Message, f.Hint)
 		}
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("%s: findings mismatch (-want +got):\n%s", tc.name, diff)
@@ -112,20 +110,5 @@ func TestRoleFindings(t *testing.T) {
 		}
 	}
 	path := filepath.Join("testdata", "role-findings.golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(golden.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), golden.String()); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-	}
+	golden.Check(t, path, []byte(report.String()))
 }

@@ -28,7 +28,8 @@ type Timeouts struct {
 	Check, Create, Start, Mark, Prompt, Status, Exists, Close time.Duration
 }
 
-// DefaultTimeouts are the reference adapter's limits. Start exceeds the
+// DefaultTimeouts bound each herdr call so a hung server cannot hang a
+// delegate. Start exceeds the
 // 60 s readiness wait passed to herdr so herdr's own timeout answers first.
 func DefaultTimeouts() Timeouts {
 	return Timeouts{
@@ -197,8 +198,8 @@ func firstLine(b []byte) string {
 	return s
 }
 
-// TokenEnv is the variable the reference used for the Sub's capability
-// token. Herdr's tab create only takes variables as --env K=V arguments,
+// TokenEnv is the variable that once carried the Sub's capability token
+// itself. Herdr's tab create only takes variables as --env K=V arguments,
 // visible to every local user in the process table, so it is refused.
 const TokenEnv = "PI_FACETS_TOKEN"
 

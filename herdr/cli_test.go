@@ -13,18 +13,42 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/facets-dev/facets/herdr/herdrtest"
+	"github.com/facets-dev/facets/internal/herdrtest"
 )
 
-// launched returns a fixture with one Sub already launched.
+const testRunID = "3F2A9C1E-77B0-4D5A-9E21-0C4B8D6F1A23"
+
+// launched returns a fixture with one Sub already launched: the adapter's
+// four launch steps, run directly (the transaction with its rollback is
+// runtime/launch.OpenTab).
 func launched(t *testing.T) (*fixture, Handle) {
 	t.Helper()
 	f := newFixture(t)
-	h, err := Launch(context.Background(), f.cli, f.request())
-	if err != nil {
-		t.Fatalf("Launch: %v", err)
+	return f, launchSteps(t, f)
+}
+
+// launchSteps runs the four adapter steps on f in Herdr's order (metadata
+// lives on the terminal, so it is reported before Pi starts) and keeps the
+// prompt's state-change sequence as the runtime does.
+func launchSteps(t *testing.T, f *fixture) Handle {
+	t.Helper()
+	ctx := context.Background()
+	h, err := f.cli.CreateTab(ctx, TabSpec{Cwd: "/repo", Title: "Review auth refresh"})
+	if err == nil {
+		err = f.cli.ReportMetadata(ctx, h, Metadata{MainSession: "main-session-1", RunID: testRunID, Profile: "reviewer"})
 	}
-	return f, h
+	if err == nil {
+		h, err = f.cli.StartAgent(ctx, h, AgentSpec{Name: AgentName(testRunID), Args: []string{"--no-session"}})
+	}
+	if err == nil {
+		var st AgentState
+		st, err = f.cli.Prompt(ctx, h, "facets kickoff")
+		h.PromptSeq = &st.Seq
+	}
+	if err != nil {
+		t.Fatalf("launch: %v", err)
+	}
+	return h
 }
 
 func TestStatusMapsHerdrStates(t *testing.T) {
@@ -173,8 +197,8 @@ func TestCheck(t *testing.T) {
 		if !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "https://herdr.dev") {
 			t.Errorf("Check = %v, want ErrNotInstalled with guidance", err)
 		}
-		if _, err := Launch(ctx, f.cli, f.request()); !errors.Is(err, ErrNotInstalled) {
-			t.Errorf("Launch = %v, want ErrNotInstalled", err)
+		if _, err := f.cli.CreateTab(ctx, TabSpec{Cwd: "/repo", Title: "x"}); !errors.Is(err, ErrNotInstalled) {
+			t.Errorf("CreateTab = %v, want ErrNotInstalled", err)
 		}
 	})
 	t.Run("explicit path missing", func(t *testing.T) {
@@ -397,10 +421,7 @@ func TestPromptAnswersBeforeEnter(t *testing.T) {
 	f := newFixture(t)
 	f.SetControl(fakeControl{PromptSubmitMS: herdrtest.Never()})
 	ctx := context.Background()
-	h, err := Launch(ctx, f.cli, f.request())
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := launchSteps(t, f)
 	st, err := f.cli.State(ctx, h)
 	if err != nil || st.Status != StatusIdle {
 		t.Fatalf("State right after the prompt = %+v, %v; want idle", st, err)
@@ -432,10 +453,7 @@ func TestPromptRefusesLongText(t *testing.T) {
 func TestOwnedAfterServerRestart(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	h, err := Launch(ctx, f.cli, f.request())
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := launchSteps(t, f)
 	if ex, err := f.cli.Owned(ctx, h, testRunID); ex != TabPresent || err != nil {
 		t.Fatalf("Owned after launch = %v, %v", ex, err)
 	}

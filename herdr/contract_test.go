@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/facets-dev/facets/herdr/herdrtest"
+	"github.com/facets-dev/facets/internal/herdrtest"
 )
 
 // The contract suite: black-box checks of the herdr command line that the

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/facets-dev/facets/herdr/herdrtest"
+	"github.com/facets-dev/facets/internal/herdrtest"
 )
 
 // Rows of herdr/README.md's fake behaviour table that need the fake's knobs

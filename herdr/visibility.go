@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/facets-dev/facets/internal/fsutil"
 	"github.com/facets-dev/facets/internal/safefile"
 )
 
@@ -142,19 +143,7 @@ func (v Visibility) save(st visibilityState) error {
 	if err := os.MkdirAll(v.StateDir, 0o700); err != nil {
 		return fmt.Errorf("herdr visibility: %w", err)
 	}
-	tmp, err := os.CreateTemp(v.StateDir, visibilityFile+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("herdr visibility: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("herdr visibility: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("herdr visibility: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(v.StateDir, visibilityFile)); err != nil {
+	if err := fsutil.WriteFileAtomic(filepath.Join(v.StateDir, visibilityFile), append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("herdr visibility: %w", err)
 	}
 	return nil

@@ -13,8 +13,9 @@ var (
 	stripRE       = regexp.MustCompile(`(?s)^---\n.*?\n---\n*`)
 )
 
-// FuzzSplitFrontmatter checks SplitFrontmatter against the reference
-// regular expressions and FrontmatterLine against its definition.
+// FuzzSplitFrontmatter checks SplitFrontmatter against the regular
+// expressions pi-herdr-agents parses frontmatter with, and FrontmatterLine
+// against its definition.
 func FuzzSplitFrontmatter(f *testing.F) {
 	for _, seed := range []string{
 		"---\nname: a\n---\nBody\n", "---\n\n---\n", "---\n---\n", "---\na\n----x\n\n\nB",

@@ -14,7 +14,8 @@ import (
 	"github.com/facets-dev/facets/internal/safefile"
 )
 
-// Limits shared with the reference implementation.
+// Size limits of the inputs; TypeScript Facets enforces the same ones, so a
+// file accepted by one is accepted by the other.
 const (
 	MaxConfigBytes       = 262144 // config.json and legacy <name>.json
 	MaxInstructionsBytes = 262144 // instructions.md, 65,536 × 4 bytes
@@ -247,8 +248,8 @@ func checkText(path string, b []byte, subject, what string) (Problem, bool) {
 	return Problem{}, true
 }
 
-// UTF16Len counts UTF-16 code units, which is how the reference (JavaScript
-// .length) measures text limits.
+// UTF16Len counts UTF-16 code units (JavaScript's .length), the unit the
+// text limits are defined in.
 func UTF16Len(s string) int {
 	n := 0
 	for _, r := range s {

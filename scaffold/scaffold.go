@@ -13,8 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/fsutil"
 	"github.com/facets-dev/facets/profiles"
 )
 
@@ -150,7 +150,7 @@ func InstallSchema(w Where) (string, error) {
 		return "", fmt.Errorf("install schema: %w", err)
 	}
 	p := filepath.Join(w.FacetsDir, SchemaFile)
-	if err := compiler.WriteFileAtomic(p, append(b, '\n'), 0o644); err != nil {
+	if err := fsutil.WriteFileAtomic(p, append(b, '\n'), 0o644); err != nil {
 		return "", fmt.Errorf("install schema: %w", err)
 	}
 	return p, nil

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/internal/fsutil"
 )
 
 func newCompileCmd(a *app) *cobra.Command {
@@ -42,7 +43,7 @@ or unknown name reports its own diagnostic and writes nothing.`,
 			// The manifest is not re-validated here: that doubled the cost of
 			// a compile, and the compiler tests check every fixture's and the
 			// example's manifest against #Manifest. Readers of a frozen
-			// manifest validate it (compiler.ReadManifest).
+			// manifest validate it (manifest.ReadManifest).
 			b, err := m.Encode()
 			if err != nil {
 				return err
@@ -51,7 +52,7 @@ or unknown name reports its own diagnostic and writes nothing.`,
 				if _, err := a.stdout.Write(b); err != nil {
 					return err
 				}
-			} else if err := compiler.WriteFileAtomic(out, b, 0o644); err != nil {
+			} else if err := fsutil.WriteFileAtomic(out, b, 0o644); err != nil {
 				return err
 			}
 			if compiler.HasErrors(ds) {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
 	"github.com/facets-dev/facets/runtime/pibridge"
@@ -119,7 +120,7 @@ func newPiPlanCmd(a *app) *cobra.Command {
 					opts, err := src.options()
 					w := fmt.Sprintf("Cannot check whether Facets snapshot %s is current: %v", manifest, err)
 					if err == nil {
-						w = pibridge.SnapshotWarning(m, manifest, opts)
+						w = compiler.SnapshotWarning(m, manifest, opts)
 					}
 					if w != "" {
 						plan.Warnings = append(plan.Warnings, w)
@@ -153,12 +154,12 @@ func newPiPlanCmd(a *app) *cobra.Command {
 
 // mainManifest is the Main's catalog: the frozen manifest when one is
 // given, so later edits to the sources change nothing, else a fresh compile.
-func mainManifest(src *sourceFlags, frozen string) (*compiler.Manifest, []compiler.Diagnostic, error) {
+func mainManifest(src *sourceFlags, frozen string) (*manifest.Manifest, []compiler.Diagnostic, error) {
 	if frozen == "" {
 		m, ds, _, err := src.compile(nil)
 		return m, ds, err
 	}
-	m, err := compiler.LoadManifest(frozen)
+	m, err := manifest.LoadManifest(frozen)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -17,10 +17,11 @@ import (
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/herdr"
 	"github.com/facets-dev/facets/internal/termesc"
+	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
-	"github.com/facets-dev/facets/runtime"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
+	"github.com/facets-dev/facets/runtime/subs"
 )
 
 // runFlags are the flags shared by the Sub commands: which Main they act
@@ -64,7 +65,7 @@ func (f *runFlags) requireMain(a *app) error {
 }
 
 // runtime builds the runtime the flags describe, with the real herdr.
-func (f *runFlags) runtime(bridge string) (*runtime.Runtime, error) {
+func (f *runFlags) runtime(bridge string) (*subs.Runtime, error) {
 	if err := f.validate(); err != nil {
 		return nil, err
 	}
@@ -81,9 +82,9 @@ func (f *runFlags) runtime(bridge string) (*runtime.Runtime, error) {
 	if root == "" {
 		root = channel.RuntimeRoot()
 	}
-	return &runtime.Runtime{
+	return &subs.Runtime{
 		Surface:     &herdr.CLI{Runner: herdr.ExecRunner{Path: herdr.BinaryPath(f.herdrBin, os.Getenv)}, Getenv: os.Getenv},
-		Store:       runtime.Store{Dir: state},
+		Store:       subs.Store{Dir: state},
 		ChannelRoot: root,
 		Bridge:      bridge,
 		AgentDir:    agentDir,
@@ -122,7 +123,7 @@ func (f *runFlags) failure(a *app, err error) error {
 	}
 	if f.format == "json" {
 		out := map[string]any{"ok": false, "error": err.Error()}
-		var retained *runtime.RetainedRunError
+		var retained *subs.RetainedRunError
 		if errors.As(err, &retained) {
 			out["runId"] = retained.RunID
 		}
@@ -145,7 +146,7 @@ func writeJSONValue(w io.Writer, v any) error {
 // launch loads the profile's manifest and the runtime, runs op under a
 // signal-cancelled context and prints its result; delegate and invoke share it.
 func (f *runFlags) launch(a *app, cmd *cobra.Command, mf *manifestFlags, profile string,
-	op func(context.Context, *runtime.Runtime, *compiler.Manifest) (string, any, error)) error {
+	op func(context.Context, *subs.Runtime, *manifest.Manifest) (string, any, error)) error {
 	m, bridge, err := mf.load(f, profile)
 	if err != nil {
 		return f.failure(a, err)
@@ -198,7 +199,7 @@ func (f *manifestFlags) register(cmd *cobra.Command) {
 }
 
 // load returns the manifest and the absolute bridge path.
-func (f *manifestFlags) load(run *runFlags, profile string) (*compiler.Manifest, string, error) {
+func (f *manifestFlags) load(run *runFlags, profile string) (*manifest.Manifest, string, error) {
 	if f.bridge == "" {
 		return nil, "", usageError{errors.New("no Pi bridge: pass --bridge or set FACETS_PI_BRIDGE")}
 	}
@@ -212,7 +213,7 @@ func (f *manifestFlags) load(run *runFlags, profile string) (*compiler.Manifest,
 		return nil, "", usageError{fmt.Errorf("Pi bridge %s is not a file: run facets pi-extension install, then pass --bridge \"$(facets pi-extension --path)\" or set FACETS_PI_BRIDGE to it", f.bridge)}
 	}
 	if f.manifest != "" {
-		m, err := compiler.LoadManifest(f.manifest)
+		m, err := manifest.LoadManifest(f.manifest)
 		if err != nil {
 			return nil, "", usageError{err}
 		}
@@ -274,12 +275,12 @@ func newInvokeCmd(a *app) *cobra.Command {
 
 // newLaunchCmd builds delegate (the Main's model launching a Sub) or, with
 // invoke, the user's /sub:<profile>: both take a profile, a task and the
-// Main's tool sources, and run under one runtime.DelegateRequest; delegate
+// Main's tool sources, and run under one subs.DelegateRequest; delegate
 // alone chooses title, cwd and a session to resume.
 func newLaunchCmd(a *app, invoke bool) *cobra.Command {
 	var rf runFlags
 	var mf manifestFlags
-	var req runtime.DelegateRequest
+	var req subs.DelegateRequest
 	var sources toolSources
 	cmd := &cobra.Command{
 		Use:   "delegate --profile P --title T --task TEXT",
@@ -320,11 +321,11 @@ queued (plus "messageId" when queued); "text" is the notification line
 		if err := rf.requireMain(a); err != nil {
 			return err
 		}
-		return rf.launch(a, cmd, &mf, req.Profile, func(ctx context.Context, rt *runtime.Runtime, m *compiler.Manifest) (string, any, error) {
+		return rf.launch(a, cmd, &mf, req.Profile, func(ctx context.Context, rt *subs.Runtime, m *manifest.Manifest) (string, any, error) {
 			req.Manifest, req.MainSessionID, req.ToolSources = m, rf.mainSession, sources
 			if invoke {
 				d, err := rt.Invoke(ctx, req)
-				return runtime.InvocationText(d), d, err
+				return subs.InvocationText(d), d, err
 			}
 			d, err := rt.Delegate(ctx, req)
 			return d.Text(), d, err
@@ -451,7 +452,7 @@ Sub messages keep the channel ("retained") without holding a slot.
 	}
 	rf.register(cmd)
 	cmd.Flags().StringVar(&runID, "run", "", "run id or unique prefix (required)")
-	cmd.Flags().StringVar(&reason, "reason", "", "reason recorded in close.json (default: "+runtime.DefaultCloseReason+")")
+	cmd.Flags().StringVar(&reason, "reason", "", "reason recorded in close.json (default: "+subs.DefaultCloseReason+")")
 	cmd.MarkFlagRequired("run")
 	return cmd
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/facets-dev/facets/herdr/herdrtest"
+	"github.com/facets-dev/facets/internal/herdrtest"
 )
 
 // runEnv points the Sub commands at a fake Herdr and private state.

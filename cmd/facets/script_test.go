@@ -8,7 +8,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/facets-dev/facets/herdr/herdrtest"
+	"github.com/facets-dev/facets/internal/golden"
+	"github.com/facets-dev/facets/internal/herdrtest"
 )
 
 func TestMain(m *testing.M) {
@@ -18,10 +19,11 @@ func TestMain(m *testing.M) {
 }
 
 // TestScripts runs the end-to-end scripts in testdata/script against the
-// facets binary, with the fake herdr (herdr/fakeherdr) first on PATH and a
-// Herdr pane's environment, so scripts can run the Sub commands and look at
-// the fake with `exec herdr …`. FACETS_UPDATE=1 rewrites their expected
-// output.
+// facets binary, with the fake herdr (internal/fakeherdr) first on PATH and
+// a Herdr pane's environment, so scripts can run the Sub commands and look
+// at the fake with `exec herdr …`. FACETS_UPDATE=1 (see internal/golden)
+// rewrites their
+// expected output.
 func TestScripts(t *testing.T) {
 	example, err := filepath.Abs("../../testdata/example")
 	if err != nil {
@@ -32,7 +34,7 @@ func TestScripts(t *testing.T) {
 		Dir:                 "../../testdata/script",
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
-		UpdateScripts:       os.Getenv("FACETS_UPDATE") == "1",
+		UpdateScripts:       golden.Update(),
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("EXAMPLE", example)
 			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))

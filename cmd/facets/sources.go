@@ -9,6 +9,7 @@ import (
 
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 )
 
@@ -79,7 +80,7 @@ func (f *sourceFlags) options() (compiler.Options, error) {
 }
 
 // compile loads the schema and runs the compiler.
-func (f *sourceFlags) compile(names []string) (*compiler.Manifest, []compiler.Diagnostic, compiler.Options, error) {
+func (f *sourceFlags) compile(names []string) (*manifest.Manifest, []compiler.Diagnostic, compiler.Options, error) {
 	opts, err := f.options()
 	if err != nil {
 		return nil, nil, opts, err

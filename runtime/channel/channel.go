@@ -17,7 +17,8 @@ import (
 )
 
 // Manifest is the immutable launch snapshot of a run. Field order is the
-// reference key order: version, the launch inputs, token, createdAt.
+// on-disk key order both implementations write: version, the launch
+// inputs, token, createdAt.
 type Manifest struct {
 	Version       int             `json:"version"`
 	RunID         string          `json:"runId"`
@@ -251,8 +252,10 @@ func decodeManifest(data []byte) (Manifest, error) {
 	return m, nil
 }
 
-// checkProfile applies the structural checks of the reference to the
-// resolved profile; its full schema belongs to the profiles package.
+// checkProfile checks the fields a Sub relies on before it applies the
+// resolved profile (version 1, a name, the source scope and path, and a
+// non-empty list of tool names); its full schema belongs to the profiles
+// package.
 func checkProfile(raw json.RawMessage) error {
 	p, err := fields(raw)
 	if err != nil {
@@ -387,8 +390,8 @@ func (c *Channel) SendBatch(d Direction, texts []string) ([]Message, error) {
 	mu := c.send[d]
 	mu.Lock()
 	defer mu.Unlock()
-	// flock on the inbox guards the one-writer rule across processes; the
-	// reference relies on it only by convention.
+	// flock on the inbox enforces the one-writer-per-direction rule across
+	// processes instead of trusting every writer to keep it.
 	if err := unix.Flock(int(inbox.Fd()), unix.LOCK_EX); err != nil {
 		return nil, fmt.Errorf("send to %s: lock inbox: %w", c.dir, err)
 	}

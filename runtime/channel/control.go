@@ -29,7 +29,8 @@ type Closure struct {
 	Reason    string `json:"reason"`
 }
 
-// Wire shapes with the reference key order: version, runId, token, body.
+// Wire shapes, in the on-disk key order both implementations write:
+// version, runId, token, body.
 type sessionRecord struct {
 	Version     int    `json:"version"`
 	RunID       string `json:"runId"`
@@ -71,8 +72,8 @@ func (c *Channel) writeControl(name string, v any) error {
 }
 
 // readControl returns false when the file is absent. A file with another
-// run's identity, a wrong version or a wrong shape is an error: the
-// reference treats it as absent, callers here may too but can report it.
+// run's identity, a wrong version or a wrong shape is an error, so callers
+// can report it; a caller that must not stall on it may treat it as absent.
 func (c *Channel) readControl(name string, v any, check func() error) (bool, error) {
 	data, err := readFileAt(c.root, name, maxControlBytes)
 	if errors.Is(err, os.ErrNotExist) {

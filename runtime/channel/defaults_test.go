@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// TestWatcherDefaultsMatchReference pins the reference monitor's timings: a
+// TestWatcherDefaultsMatchReference pins the watcher's default timings: a
 // 20 ms coalescing window and a 5 s fallback rescan, applied when the
 // options leave them zero.
 func TestWatcherDefaultsMatchReference(t *testing.T) {

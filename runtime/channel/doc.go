@@ -2,18 +2,18 @@
 // one Sub Pi: a per-run directory with two inboxes, per-direction sequence
 // counters and small control files, written durably and read defensively.
 //
-// The on-disk layout and JSON shapes match the pi-facets reference so that a
-// channel written by one implementation can be read by the other. Where this
+// The on-disk layout and JSON shapes are those of TypeScript Facets, so that
+// a channel written by one implementation can be read by the other. Where this
 // package deliberately goes further:
 //
 //   - Durability: every write is temp file + fsync + rename + directory
-//     fsync; the reference never fsyncs.
+//     fsync, so a crash never leaves a partial or lost message.
 //   - One writer per direction is enforced with flock on the inbox, not only
 //     by convention.
 //   - The sequence file holds a reservation: one counter write covers the
 //     next 1,024 numbers of that writer, and every send re-reads it to notice
 //     another writer. Order is still total; a restarted writer leaves a gap,
-//     which readers (here and in the reference) accept.
+//     which every reader must accept (only order matters, not density).
 //   - A corrupt or foreign inbox file is reported and skipped instead of
 //     blocking the whole channel; it stays on disk for inspection.
 //   - Symlinks and foreign owners are refused on the channel directories and

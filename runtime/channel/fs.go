@@ -137,8 +137,9 @@ func tokenEqual(a, b string) bool {
 	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
 
-// tempName follows the reference: <file>.<pid>.<12 hex>.tmp. Readers only
-// look at names ending in .json, so a temp file left by a crash is inert.
+// tempName is <file>.<pid>.<12 hex>.tmp, the temp-name pattern both
+// implementations sweep. Readers only look at names ending in .json, so a
+// temp file left by a crash is inert.
 func tempName(name string) string {
 	return fmt.Sprintf("%s.%d.%s.tmp", name, os.Getpid(), randomHex(6))
 }

@@ -29,7 +29,8 @@ func ParseDirection(s string) (Direction, error) {
 	return d, nil
 }
 
-// File names of the channel layout, fixed by the reference implementation.
+// File names of the channel layout; both implementations use these names,
+// so they cannot change without breaking the other side.
 const (
 	manifestFile   = "manifest.json"
 	sessionName    = "session.json"
@@ -41,10 +42,10 @@ const (
 
 func sequenceFile(d Direction) string { return string(d) + "-sequence.json" }
 
-// Size limits: talk payloads and a delegated task have the 1 MiB limit of
-// the reference; the manifest holds the task beside the profile snapshot, so
-// it may be larger; control files are kept small because they are read on
-// every wake.
+// Size limits: talk payloads and a delegated task may be at most 1 MiB,
+// which both implementations enforce; the manifest holds the task beside the
+// profile snapshot, so it may be larger; control files are kept small
+// because they are read on every wake.
 const (
 	MaxMessageBytes  = 1 << 20
 	maxManifestBytes = 4 << 20
@@ -52,7 +53,8 @@ const (
 )
 
 // RuntimeRoot returns $XDG_RUNTIME_DIR/pi-facets-<uid>, falling back to the
-// OS temp dir when XDG_RUNTIME_DIR is unset, as the reference does.
+// OS temp dir when XDG_RUNTIME_DIR is unset, so a Main and its Subs (and
+// TypeScript Facets) agree on the root without configuration.
 func RuntimeRoot() string {
 	base := os.Getenv("XDG_RUNTIME_DIR")
 	if base == "" {
@@ -88,8 +90,8 @@ func Safe(s string) string {
 	if len(out) > 96 {
 		out = out[:96]
 	}
-	// "." and ".." would escape or alias the parent; the reference never
-	// produces them from UUIDs, but arbitrary session ids could.
+	// "." and ".." would escape or alias the parent; UUIDs never produce
+	// them, but arbitrary session ids could.
 	if out == "" || out == "." || out == ".." {
 		return "unknown"
 	}

@@ -12,7 +12,9 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
-// Default timings of the reference monitor.
+// Default watcher timings: wakes within 20 ms are batched into one scan,
+// and a fallback scan every 5 s catches what file events missed and
+// re-attaches watches.
 const (
 	DefaultCoalesce = 20 * time.Millisecond
 	DefaultRescan   = 5 * time.Second

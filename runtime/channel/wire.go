@@ -21,7 +21,9 @@ type Message struct {
 	Text      string
 }
 
-// wireMessage is the exact on-disk shape; field order is the reference key order.
+// wireMessage is the exact on-disk shape. Field order is the key order
+// TypeScript Facets writes, so files from either implementation are
+// byte-for-byte alike.
 type wireMessage struct {
 	Version   int    `json:"version"`
 	ID        string `json:"id"`
@@ -185,8 +187,8 @@ func (m Message) Receipt() Receipt {
 // DeliveryPrefix starts every delivered user message; note the trailing space.
 const DeliveryPrefix = "[Facets delivery v1] "
 
-// FormatDeliveryHeader renders the header exactly as the reference does:
-// the prefix, compact JSON {direction, runId, messageId} in that key order,
+// FormatDeliveryHeader renders the header the receiving Pi parses, byte
+// for byte: the prefix, compact JSON {direction, runId, messageId} in that key order,
 // and a blank line.
 func FormatDeliveryHeader(r Receipt) string {
 	var b strings.Builder

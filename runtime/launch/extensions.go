@@ -20,9 +20,10 @@ type ToolSource struct {
 var nativeTools = []string{"read", "bash", "powershell", "edit", "write", "grep", "find", "ls"}
 
 // ResolveExtensions returns the extensions a Sub must load (-e) to have
-// the profile's non-MCP tools, given the Main's tool provenance (facets-ts
-// §5 "Tool provenance"): deduplicated absolute paths in tool order, or the
-// reference's error for a tool a separate Pi process cannot load.
+// the profile's non-MCP tools, given where each tool comes from in the
+// Main: native builtins need nothing, other tools need their extension's
+// path. The result is deduplicated absolute paths in tool order, or an
+// error naming the tool a separate Pi process cannot load.
 func ResolveExtensions(profile string, tools []string, sources map[string]ToolSource) ([]string, error) {
 	var out []string
 	for _, name := range tools {

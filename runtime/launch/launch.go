@@ -1,6 +1,6 @@
 // Package launch turns a compiled profile into the exact pi command line,
-// tab environment, channel profile snapshot and first prompt of a Sub, as
-// the pi-facets reference launches it (facets-ts §5).
+// tab environment, channel profile snapshot and first prompt of a Sub, in
+// the form the Sub side of the Facets extension expects.
 package launch
 
 import (
@@ -9,12 +9,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/herdr"
+	"github.com/facets-dev/facets/manifest"
 )
 
 // Environment variables a Sub Pi is started with. The capability token
-// itself never travels here: herdr.Launch adds PI_FACETS_TOKEN_FILE.
+// itself never travels here: OpenTab adds PI_FACETS_TOKEN_FILE.
 const (
 	RoleEnv    = "PI_FACETS_ROLE"
 	ChannelEnv = "PI_FACETS_CHANNEL"
@@ -32,7 +32,7 @@ var ambientTools = []string{"talk", "codemode", "tool_search", "mcp__*", "list_m
 // Spec is one Sub launch: the profile snapshot plus the facts the Main
 // contributes (trust, origin, session to resume) and the Facets bridge.
 type Spec struct {
-	Profile compiler.Profile
+	Profile manifest.Profile
 	// Bridge is the absolute path of the Facets Pi extension loaded with -e
 	// right after --no-extensions.
 	Bridge string
@@ -49,7 +49,8 @@ type Spec struct {
 	ResumeSessionID string
 }
 
-// Args returns pi's arguments in the reference order: bridge, Herdr's
+// Args returns pi's arguments in a fixed order, the one TypeScript Facets
+// launches a Sub with, so a Sub gets the same Pi from either: bridge, Herdr's
 // lifecycle extension, session, trust, name, extensions, tools, model,
 // thinking, skills.
 func (s Spec) Args() []string {
@@ -95,7 +96,7 @@ func (s Spec) Args() []string {
 	return args
 }
 
-// Env returns the tab environment Facets sets itself; herdr.Launch appends
+// Env returns the tab environment Facets sets itself; OpenTab appends
 // PI_FACETS_TOKEN_FILE so the token stays off every command line.
 func Env(channelDir string) []herdr.EnvVar {
 	return []herdr.EnvVar{{Name: RoleEnv, Value: RoleSub}, {Name: ChannelEnv, Value: channelDir}}
@@ -140,8 +141,8 @@ func ManualTask(profile, task string) string {
 	return "[User-invoked profile: " + profile + "]\nThe user explicitly requests this task:\n" + task
 }
 
-// resolvedProfile is the reference's ResolvedProfile, the channel
-// manifest's "profile" member; field order is the reference key order.
+// resolvedProfile is the channel manifest's "profile" member; its field
+// order is the on-disk key order both implementations write.
 type resolvedProfile struct {
 	Version            int      `json:"version"`
 	Name               string   `json:"name"`
@@ -159,9 +160,9 @@ type resolvedProfile struct {
 	ResolvedExtensions []string `json:"resolvedExtensions"`
 }
 
-// ResolvedProfile renders p in the reference's ResolvedProfile shape, the
-// snapshot the Sub reads from its channel manifest.
-func ResolvedProfile(p compiler.Profile) (json.RawMessage, error) {
+// ResolvedProfile renders p as the profile snapshot the Sub reads from its
+// channel manifest.
+func ResolvedProfile(p manifest.Profile) (json.RawMessage, error) {
 	l := p.Launch
 	r := resolvedProfile{
 		Version:            1,

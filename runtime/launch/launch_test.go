@@ -3,24 +3,20 @@ package launch
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/golden"
+	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata/golden")
-
 // exampleManifest compiles testdata/example from the service directory,
 // the same tree `facets compile` is documented with.
-func exampleManifest(t *testing.T, trusted bool) (*compiler.Manifest, string) {
+func exampleManifest(t *testing.T, trusted bool) (*manifest.Manifest, string) {
 	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -48,7 +44,7 @@ func exampleManifest(t *testing.T, trusted bool) (*compiler.Manifest, string) {
 	return m, root
 }
 
-func profile(t *testing.T, m *compiler.Manifest, name string) compiler.Profile {
+func profile(t *testing.T, m *manifest.Manifest, name string) manifest.Profile {
 	t.Helper()
 	for _, p := range m.Profiles {
 		if p.Name == name {
@@ -56,7 +52,7 @@ func profile(t *testing.T, m *compiler.Manifest, name string) compiler.Profile {
 		}
 	}
 	t.Fatalf("profile %s not in the example manifest", name)
-	return compiler.Profile{}
+	return manifest.Profile{}
 }
 
 // render prints argv one argument a line, then the tab environment, then
@@ -77,7 +73,7 @@ func render(t *testing.T, s Spec, root string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Indent, not re-marshal, so the golden file pins the reference key order.
+	// Indent, not re-marshal, so the golden file pins the on-disk key order.
 	var out bytes.Buffer
 	if err := json.Indent(&out, raw, "", "  "); err != nil {
 		t.Fatal(err)
@@ -113,19 +109,7 @@ func TestArgsGolden(t *testing.T) {
 			c.spec.Bridge = bridge
 			got := render(t, c.spec, root)
 			path := filepath.Join("testdata", "golden", c.name+".txt")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-			}
+			golden.Check(t, path, []byte(got))
 		})
 	}
 }

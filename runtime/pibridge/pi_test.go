@@ -23,8 +23,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/facets-dev/facets/compiler"
-	"github.com/facets-dev/facets/herdr/herdrtest"
+	"github.com/facets-dev/facets/internal/herdrtest"
+	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
 	"github.com/facets-dev/facets/runtime/pibridge"
@@ -436,21 +436,6 @@ func (e *piEnv) run(extraEnv []string, args ...string) (stdout, stderr string) {
 	return out.String(), errb.String()
 }
 
-// jsonEvents parses the JSONL stream of --mode json.
-func jsonEvents(t *testing.T, stdout string) []map[string]any {
-	t.Helper()
-	var evs []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(stdout))
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var ev map[string]any
-		if json.Unmarshal(sc.Bytes(), &ev) == nil {
-			evs = append(evs, ev)
-		}
-	}
-	return evs
-}
-
 // TestMainProfileAppliesToRealPi starts real Pi with the bridge and
 // --profile, and checks from the request Pi sends the model that the
 // profile's model, thinking level and exact tool set are active and the
@@ -528,8 +513,8 @@ func TestSubToolsAndTalkWithRealPi(t *testing.T) {
 		return reply{Text: "unexpected extra turn"}
 	})
 	e := newPiEnv(t, mock)
-	p := compiler.Profile{Name: "worker", Scope: "global", SourcePath: filepath.Join(e.agentDir, "facets/profiles/worker/config.json"),
-		AgentInvokable: true, Launch: compiler.Launch{
+	p := manifest.Profile{Name: "worker", Scope: "global", SourcePath: filepath.Join(e.agentDir, "facets/profiles/worker/config.json"),
+		AgentInvokable: true, Launch: manifest.Launch{
 			Model: "mock/mock-model", Tools: []string{"read", "grep", "mcp__docs__search"}, Skills: []string{}, Extensions: []string{},
 			Instructions: "Work carefully and report with talk.", SessionPersistence: "ephemeral", Invocation: "both"}}
 	ch := newSubChannel(t, e, p, "Summarise the repo")
@@ -570,7 +555,7 @@ func TestSubToolsAndTalkWithRealPi(t *testing.T) {
 
 // newSubChannel creates a run channel for p the way the runtime does, with
 // the token in an owner-only file beside it.
-func newSubChannel(t *testing.T, e *piEnv, p compiler.Profile, task string) *channel.Channel {
+func newSubChannel(t *testing.T, e *piEnv, p manifest.Profile, task string) *channel.Channel {
 	t.Helper()
 	prof, err := launch.ResolvedProfile(p)
 	if err != nil {
@@ -743,8 +728,8 @@ func reapGroup(t *testing.T, pgid int) {
 // e's runtime dir, as facets delegate would, for a one-tool "worker" Sub.
 func workerChannel(t *testing.T, e *piEnv, mainSession, title string) *channel.Channel {
 	t.Helper()
-	p := compiler.Profile{Name: "worker", Scope: "global", SourcePath: "/x/worker/config.json",
-		Launch: compiler.Launch{Tools: []string{"read"}, Skills: []string{}, Extensions: []string{}, SessionPersistence: "ephemeral", Invocation: "both"}}
+	p := manifest.Profile{Name: "worker", Scope: "global", SourcePath: "/x/worker/config.json",
+		Launch: manifest.Launch{Tools: []string{"read"}, Skills: []string{}, Extensions: []string{}, SessionPersistence: "ephemeral", Invocation: "both"}}
 	prof, err := launch.ResolvedProfile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -1283,7 +1268,7 @@ func TestReceiptsSurviveRestartWithRealPi(t *testing.T) {
 func TestSubStartFailureReportsToMain(t *testing.T) {
 	mock := startMock(t, func(n int, req chatRequest) reply { return reply{Text: "should not be called"} })
 	e := newPiEnv(t, mock)
-	p := compiler.Profile{Name: "worker", Scope: "global", SourcePath: "/x/worker/config.json", Launch: compiler.Launch{
+	p := manifest.Profile{Name: "worker", Scope: "global", SourcePath: "/x/worker/config.json", Launch: manifest.Launch{
 		Model: "mock/mock-model", Tools: []string{"read", "no_such_tool"}, Skills: []string{}, Extensions: []string{}, SessionPersistence: "ephemeral", Invocation: "both"}}
 	ch := newSubChannel(t, e, p, "task")
 	args := launch.Spec{Profile: p, Bridge: e.bridge, Title: "Broken"}.Args()

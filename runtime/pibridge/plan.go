@@ -7,13 +7,14 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/facets-dev/facets/compiler"
-	"github.com/facets-dev/facets/runtime"
+	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/runtime/launch"
+	"github.com/facets-dev/facets/runtime/subs"
 )
 
-// Prompt section keys, fixed by the reference extension so prompts and
-// session patches stay comparable across implementations.
+// Prompt section keys. They are the keys TypeScript Facets uses, so a
+// session patched by either implementation has the same sections and a
+// reloaded Main replaces them instead of adding a second copy.
 const (
 	SectionProfiles    = "facets_profiles"
 	SectionProfile     = "facets_profile"
@@ -21,8 +22,9 @@ const (
 	SectionSubProtocol = "facets_sub_protocol"
 )
 
-// catalogLimit caps the facets_profiles section (16 KiB, as the reference);
-// the rest of the catalog is summarised in one line.
+// catalogLimit caps the facets_profiles section at 16 KiB, so a large
+// catalog cannot crowd the Main's prompt; the profiles past it are counted
+// in one line.
 const catalogLimit = 16 << 10
 
 // SubProtocol is the body of the facets_sub_protocol section.
@@ -83,7 +85,7 @@ type Notice struct {
 
 // MainPlan builds the plan of a Main Pi from a compiled manifest and its
 // diagnostics; profile is the --profile value (empty: none).
-func MainPlan(m *compiler.Manifest, ds []compiler.Diagnostic, profile string) Plan {
+func MainPlan(m *manifest.Manifest, ds []manifest.Diagnostic, profile string) Plan {
 	p := Plan{Role: "main", Sections: map[string]string{
 		SectionProfiles: catalog(m.Profiles),
 		SectionMain:     mainContext(m.Main),
@@ -100,7 +102,7 @@ func MainPlan(m *compiler.Manifest, ds []compiler.Diagnostic, profile string) Pl
 	if profile == "" {
 		return p
 	}
-	i := slices.IndexFunc(m.Profiles, func(pr compiler.Profile) bool { return pr.Name == profile })
+	i := slices.IndexFunc(m.Profiles, func(pr manifest.Profile) bool { return pr.Name == profile })
 	if i < 0 {
 		p.Error = unknownProfile(profile, m.Profiles, ds)
 		return p
@@ -117,8 +119,7 @@ func MainPlan(m *compiler.Manifest, ds []compiler.Diagnostic, profile string) Pl
 }
 
 // subProfile is the part of a channel manifest's profile snapshot (the
-// reference's ResolvedProfile shape, written by launch.ResolvedProfile) a
-// Sub applies.
+// shape launch.ResolvedProfile writes) a Sub applies.
 type subProfile struct {
 	Name         string   `json:"name"`
 	Tools        []string `json:"tools"`
@@ -135,7 +136,7 @@ const ManualSubGuidance = "The user invoked this Sub directly through its profil
 // profile's instructions.
 func SubPlan(rawProfile json.RawMessage, origin string) Plan {
 	protocol := SubProtocol
-	if origin == runtime.OriginManual {
+	if origin == subs.OriginManual {
 		protocol += "\n\n" + ManualSubGuidance
 	}
 	p := Plan{Role: "sub", Sections: map[string]string{SectionSubProtocol: protocol, SectionProfile: ""},
@@ -186,7 +187,7 @@ func activeProfile(name, model, thinking string, tools, skills []string) (*Activ
 
 // catalog renders facets_profiles: the agent-invokable profiles only, cut
 // at catalogLimit with a count of what was left out.
-func catalog(ps []compiler.Profile) string {
+func catalog(ps []manifest.Profile) string {
 	const head = "## Available Facets delegation profiles\n"
 	const foot = "Use the exact profile name as delegate.profile. Project profiles override same-named global profiles."
 	var lines []string
@@ -217,7 +218,7 @@ func catalog(ps []compiler.Profile) string {
 }
 
 // mainContext renders facets_main from the MAIN.md sections, global to nearest.
-func mainContext(ms []compiler.MainSection) string {
+func mainContext(ms []manifest.MainSection) string {
 	var parts []string
 	for _, s := range ms {
 		if c := strings.TrimSpace(s.Content); c != "" {
@@ -228,7 +229,7 @@ func mainContext(ms []compiler.MainSection) string {
 }
 
 // listing renders the /profiles report.
-func listing(ps []compiler.Profile, ds []compiler.Diagnostic) Notice {
+func listing(ps []manifest.Profile, ds []manifest.Diagnostic) Notice {
 	var lines []string
 	for _, p := range ps {
 		lines = append(lines, p.Summary())
@@ -249,18 +250,18 @@ func listing(ps []compiler.Profile, ds []compiler.Diagnostic) Notice {
 	return n
 }
 
-func diagLine(d compiler.Diagnostic) string {
+func diagLine(d manifest.Diagnostic) string {
 	if d.File == "" {
 		return d.Message
 	}
 	return d.File + ": " + d.Message
 }
 
-func unknownProfile(name string, ps []compiler.Profile, ds []compiler.Diagnostic) string {
-	msg := compiler.UnknownProfileMessage(name, ps)
+func unknownProfile(name string, ps []manifest.Profile, ds []manifest.Diagnostic) string {
+	msg := manifest.UnknownProfileMessage(name, ps)
 	var bad []string
 	for _, d := range ds {
-		if d.Severity == compiler.Error {
+		if d.Severity == manifest.Error {
 			bad = append(bad, diagLine(d))
 		}
 	}

@@ -8,29 +8,29 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/manifest"
 )
 
-func profile(name, scope, desc string, agent bool, l compiler.Launch) compiler.Profile {
+func profile(name, scope, desc string, agent bool, l manifest.Launch) manifest.Profile {
 	if l.SessionPersistence == "" {
 		l.SessionPersistence = "ephemeral"
 	}
 	if l.Invocation == "" {
 		l.Invocation = "both"
 	}
-	return compiler.Profile{Name: name, Scope: scope, Description: desc, AgentInvokable: agent, Launch: l}
+	return manifest.Profile{Name: name, Scope: scope, Description: desc, AgentInvokable: agent, Launch: l}
 }
 
 func TestMainPlanWithProfile(t *testing.T) {
-	m := &compiler.Manifest{
-		Profiles: []compiler.Profile{
-			profile("helper", "global", "General helper", true, compiler.Launch{Tools: []string{"read"}}),
-			profile("review", "project", "", false, compiler.Launch{Tools: []string{"read"}, Invocation: "manual", SessionPersistence: "persistent"}),
-			profile("reviewer", "project", "Reviews", true, compiler.Launch{Model: "anthropic/claude", ThinkingLevel: "high",
+	m := &manifest.Manifest{
+		Profiles: []manifest.Profile{
+			profile("helper", "global", "General helper", true, manifest.Launch{Tools: []string{"read"}}),
+			profile("review", "project", "", false, manifest.Launch{Tools: []string{"read"}, Invocation: "manual", SessionPersistence: "persistent"}),
+			profile("reviewer", "project", "Reviews", true, manifest.Launch{Model: "anthropic/claude", ThinkingLevel: "high",
 				Tools: []string{"read", "mcp__docs__search", "grep", "read", "list_mcp_resources"}, Skills: []string{"/s/a/SKILL.md"},
 				Instructions: "Review only.", SessionPersistence: "persistent"}),
 		},
-		Main: []compiler.MainSection{{Path: "/g/MAIN.md", Content: "global rule\n"}, {Path: "/p/MAIN.md", Content: "  \n"}, {Path: "/p/.pi/facets/MAIN.md", Content: "near rule"}},
+		Main: []manifest.MainSection{{Path: "/g/MAIN.md", Content: "global rule\n"}, {Path: "/p/MAIN.md", Content: "  \n"}, {Path: "/p/.pi/facets/MAIN.md", Content: "near rule"}},
 	}
 	got := MainPlan(m, nil, "reviewer")
 	want := Plan{
@@ -56,11 +56,11 @@ func TestMainPlanWithProfile(t *testing.T) {
 }
 
 func TestMainPlanErrors(t *testing.T) {
-	m := &compiler.Manifest{Profiles: []compiler.Profile{
-		profile("bad-model", "global", "", true, compiler.Launch{Model: "claude", Tools: []string{"read"}}),
-		profile("ok", "global", "", true, compiler.Launch{Tools: []string{"read"}}),
+	m := &manifest.Manifest{Profiles: []manifest.Profile{
+		profile("bad-model", "global", "", true, manifest.Launch{Model: "claude", Tools: []string{"read"}}),
+		profile("ok", "global", "", true, manifest.Launch{Tools: []string{"read"}}),
 	}}
-	ds := []compiler.Diagnostic{{Severity: compiler.Error, File: "/g/broken/config.json", Message: "tools must be a non-empty string array"}}
+	ds := []manifest.Diagnostic{{Severity: manifest.Error, File: "/g/broken/config.json", Message: "tools must be a non-empty string array"}}
 	for _, tc := range []struct{ name, want string }{
 		{"nope", "Unknown Facets profile 'nope'. Available: bad-model, ok. Invalid profiles: /g/broken/config.json: tools must be a non-empty string array"},
 		{"bad-model", "Profile 'bad-model' model must use provider/model format."},
@@ -70,7 +70,7 @@ func TestMainPlanErrors(t *testing.T) {
 			t.Errorf("MainPlan(%s).Error = %q (profile %v), want %q", tc.name, p.Error, p.Profile, tc.want)
 		}
 	}
-	p := MainPlan(&compiler.Manifest{}, ds, "")
+	p := MainPlan(&manifest.Manifest{}, ds, "")
 	if want := "No Facets profiles configured.\n\nInvalid profiles:\n/g/broken/config.json: tools must be a non-empty string array"; p.Profiles.Text != want || p.Profiles.Level != "warning" {
 		t.Errorf("/profiles = %+v, want warning %q", p.Profiles, want)
 	}
@@ -83,10 +83,10 @@ func TestMainPlanErrors(t *testing.T) {
 }
 
 func TestCatalogLimit(t *testing.T) {
-	var ps []compiler.Profile
+	var ps []manifest.Profile
 	desc := strings.Repeat("d", 900)
 	for i := range 40 {
-		ps = append(ps, profile(fmt.Sprintf("p%02d", i), "global", desc, true, compiler.Launch{Tools: []string{"read"}}))
+		ps = append(ps, profile(fmt.Sprintf("p%02d", i), "global", desc, true, manifest.Launch{Tools: []string{"read"}}))
 	}
 	c := catalog(ps)
 	if len(c) > catalogLimit+64 {

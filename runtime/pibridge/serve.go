@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/facets-dev/facets/internal/safefile"
-	"github.com/facets-dev/facets/runtime"
 	"github.com/facets-dev/facets/runtime/channel"
+	"github.com/facets-dev/facets/runtime/subs"
 )
 
 // ServeOptions selects the side a Serve loop works for.
@@ -350,14 +350,14 @@ func (s *server) submit(d channel.Delivery) error {
 			tail = "This Sub has already closed; this is a retained final delivery."
 		}
 		head := "[Facets Sub message]\n"
-		if man.Origin == runtime.OriginManual {
+		if man.Origin == subs.OriginManual {
 			var p struct{ Name, Description string }
 			_ = json.Unmarshal(man.Profile, &p)
 			head += "[User-invoked specialist: " + p.Name + "]\n"
 			if p.Description != "" {
 				head += "Purpose: " + p.Description + "\n"
 			}
-			head += runtime.ManualMainGuidance + "\n"
+			head += subs.ManualMainGuidance + "\n"
 		}
 		body = fmt.Sprintf("%sSub '%s' (%s) says:\n%s\n\n%s", head, man.Title, m.RunID, m.Text, tail)
 	} else {

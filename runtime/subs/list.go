@@ -1,4 +1,4 @@
-package runtime
+package subs
 
 import (
 	"context"
@@ -58,8 +58,9 @@ type Listing struct {
 	Problems []string `json:"problems,omitempty"`
 }
 
-// Text renders the listing as the reference's list_sub text. Values read
-// from run records are escaped, so none can forge a line of the listing.
+// Text renders the listing as the list_sub tool returns it to the model:
+// open Subs first, then resumable sessions, or "no Sub sessions.". Values
+// read from run records are escaped, so none can forge a line of it.
 func (l Listing) Text() string {
 	esc := termesc.Escape
 	var b strings.Builder

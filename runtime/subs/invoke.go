@@ -1,4 +1,4 @@
-package runtime
+package subs
 
 import (
 	"context"
@@ -31,8 +31,9 @@ func (rt *Runtime) Invoke(ctx context.Context, req DelegateRequest) (Delegation,
 	if err != nil {
 		return Delegation{}, err
 	}
-	// The reference checks tool provenance before any binding decision, so
-	// a profile whose tools cannot reach a Sub is refused even when queuing.
+	// Tool provenance is checked before any binding decision, so a profile
+	// whose tools cannot reach a Sub is refused even when the task would
+	// only be queued to an open Sub.
 	if p, err = withToolExtensions(p, req.ToolSources); err != nil {
 		return Delegation{}, err
 	}
@@ -169,7 +170,7 @@ func (rt *Runtime) queueInvocation(run *Run, profile, task string) (Delegation, 
 	return d, nil
 }
 
-// InvocationText is the reference's notification after a profile command:
+// InvocationText is the notification shown after a profile command:
 // "<created|resumed|queued>: <name> · <run8>[ · session <id>]".
 func InvocationText(d Delegation) string {
 	s := fmt.Sprintf("%s: %s · %s", d.Action, d.Profile, short(d.RunID))

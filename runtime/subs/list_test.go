@@ -1,4 +1,4 @@
-package runtime
+package subs
 
 import (
 	"context"
@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
-	"github.com/facets-dev/facets/herdr/herdrtest"
+	"github.com/facets-dev/facets/internal/golden"
+	"github.com/facets-dev/facets/internal/herdrtest"
 )
 
 // listScene sets up one Main with an idle ephemeral Sub, an open
@@ -45,7 +44,7 @@ func listScene(t *testing.T) (*fixture, *strings.Replacer) {
 		t.Fatal(err)
 	}
 	f.now = f.now.Add(90 * time.Second)
-	example, _ := filepath.Abs("../testdata/example")
+	example, _ := filepath.Abs("../../testdata/example")
 	var pairs []string
 	for name, id := range map[string]string{"ORACLE": oracle.RunID, "REVIEWER": reviewer.RunID, "CLOSED": closed.RunID, "MANUAL": manual.RunID} {
 		pairs = append(pairs, id, "<"+name+">", id[:8], "<"+name+"8>")
@@ -79,19 +78,7 @@ func TestListGolden(t *testing.T) {
 			}
 			got := stable.Replace(l.Text() + "\n-- json --\n" + string(js) + "\n")
 			path := filepath.Join("testdata", c.name+".golden")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("%s (-want +got):\n%s", path, diff)
-			}
+			golden.Check(t, path, []byte(got))
 		})
 	}
 }

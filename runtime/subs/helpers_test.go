@@ -1,8 +1,7 @@
-package runtime
+package subs
 
 import (
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,12 +12,11 @@ import (
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/herdr"
-	"github.com/facets-dev/facets/herdr/herdrtest"
+	"github.com/facets-dev/facets/internal/herdrtest"
+	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 	"github.com/facets-dev/facets/runtime/channel"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
 
 // fakeBinDir holds the fake herdr executable, built once for the package.
 var fakeBinDir string
@@ -27,14 +25,14 @@ func TestMain(m *testing.M) { herdrtest.Main(m, &fakeBinDir) }
 
 // compiledExample caches the compiled (trusted) example; compiling is
 // deterministic, so sharing it between tests changes nothing.
-var compiledExample *compiler.Manifest
+var compiledExample *manifest.Manifest
 
-func exampleManifest(tb testing.TB) *compiler.Manifest {
+func exampleManifest(tb testing.TB) *manifest.Manifest {
 	tb.Helper()
 	if compiledExample != nil {
 		return compiledExample
 	}
-	example, err := filepath.Abs("../testdata/example")
+	example, err := filepath.Abs("../../testdata/example")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -70,7 +68,7 @@ type fixture struct {
 	tb       testing.TB
 	dir      string
 	herdrDir string
-	manifest *compiler.Manifest
+	manifest *manifest.Manifest
 	now      time.Time
 }
 
@@ -177,7 +175,7 @@ func (f *fixture) pane(runID string) fakePane {
 	return fakePane{}
 }
 
-func profileNamed(tb testing.TB, m *compiler.Manifest, name string) compiler.Profile {
+func profileNamed(tb testing.TB, m *manifest.Manifest, name string) manifest.Profile {
 	tb.Helper()
 	p, err := findProfile(m, name)
 	if err != nil {

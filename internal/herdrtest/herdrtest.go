@@ -1,4 +1,4 @@
-// Package herdrtest builds the fake herdr executable (herdr/fakeherdr) and
+// Package herdrtest builds the fake herdr executable (internal/fakeherdr) and
 // steers and reads its state, for tests of code that drives Herdr.
 package herdrtest
 
@@ -32,7 +32,7 @@ func Binary(tb testing.TB) string {
 // buildInto builds dir/herdr. -buildvcs=false keeps the build working where
 // git refuses to read the checkout (a CI user other than its owner).
 func buildInto(dir string) error {
-	cmd := exec.Command("go", "build", "-buildvcs=false", "-o", filepath.Join(dir, "herdr"), "github.com/facets-dev/facets/herdr/fakeherdr")
+	cmd := exec.Command("go", "build", "-buildvcs=false", "-o", filepath.Join(dir, "herdr"), "github.com/facets-dev/facets/internal/fakeherdr")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
@@ -288,4 +288,16 @@ func WaitForFile(tb testing.TB, path string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TokenFile writes an owner-only capability token file, as the runtime
+// creates for a Sub, and returns its path.
+func TokenFile(tb testing.TB) string {
+	tb.Helper()
+	token := "f00dfacecafebeef" + strings.Repeat("0123456789abcdef", 3)
+	path := filepath.Join(tb.TempDir(), "token")
+	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return path
 }

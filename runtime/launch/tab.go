@@ -1,4 +1,4 @@
-package herdr
+package launch
 
 import (
 	"context"
@@ -6,25 +6,27 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/facets-dev/facets/herdr"
 )
 
-// LaunchRequest is everything needed to open a Sub in a new tab.
-type LaunchRequest struct {
+// TabRequest is everything needed to open a Sub in a new tab.
+type TabRequest struct {
 	RunID string
 	Title string
 	Cwd   string
 	// Env is set in the tab; it appears on herdr's command line, so it must
 	// hold no secret (PI_FACETS_TOKEN is refused).
-	Env []EnvVar
+	Env []herdr.EnvVar
 	// TokenFile is the absolute path of a file, readable by its owner
 	// only, that holds the Sub's capability token. Only the path travels,
 	// as PI_FACETS_TOKEN_FILE.
 	TokenFile string
 	// Args are the pi arguments.
 	Args     []string
-	Metadata Metadata
+	Metadata herdr.Metadata
 	// Prompt is the first prompt: a short fixed text, at most
-	// MaxPromptBytes, since herdr takes it on its command line. The task
+	// herdr.MaxPromptBytes, since herdr takes it on its command line. The task
 	// itself must travel privately (the runtime puts it in the channel).
 	Prompt string
 }
@@ -33,7 +35,7 @@ type LaunchRequest struct {
 // rollback close failed too. The tab may still be open: keep Handle and
 // retry CloseTab.
 type CleanupError struct {
-	Handle  Handle
+	Handle  herdr.Handle
 	Launch  error
 	Cleanup error
 }
@@ -45,41 +47,41 @@ func (e *CleanupError) Error() string {
 // Unwrap exposes both failures to errors.Is and errors.As.
 func (e *CleanupError) Unwrap() []error { return []error{e.Launch, e.Cleanup} }
 
-// Launch creates the tab, marks its pane as a Facets Sub, starts Pi in it
+// OpenTab creates the tab, marks its pane as a Facets Sub, starts Pi in it
 // and submits the first prompt. The pane is marked before Pi starts because
 // Herdr keeps metadata tokens on the terminal, not the agent: a Sub is then
 // never shown (or missed by the visibility filter) while it starts. Once a tab exists, any failure or cancellation of
 // ctx closes it again using a context that is not cancelled; when that close
-// fails too the error is a *CleanupError carrying the Handle. On success the
-// Handle names tab, pane and agent.
-func Launch(ctx context.Context, s Surface, req LaunchRequest) (Handle, error) {
+// fails too the error is a *CleanupError carrying the herdr.Handle. On success the
+// herdr.Handle names tab, pane and agent.
+func OpenTab(ctx context.Context, s herdr.Surface, req TabRequest) (herdr.Handle, error) {
 	if err := ctx.Err(); err != nil {
-		return Handle{}, fmt.Errorf("herdr launch: %w", err)
+		return herdr.Handle{}, fmt.Errorf("herdr launch: %w", err)
 	}
 	if err := checkTokenFile(req.TokenFile); err != nil {
-		return Handle{}, fmt.Errorf("herdr launch: %w", err)
+		return herdr.Handle{}, fmt.Errorf("herdr launch: %w", err)
 	}
-	env := make([]EnvVar, 0, len(req.Env)+1)
+	env := make([]herdr.EnvVar, 0, len(req.Env)+1)
 	for _, v := range req.Env {
-		if v.Name == TokenEnv || v.Name == TokenFileEnv {
-			return Handle{}, fmt.Errorf("herdr launch: %w: %s must not be set in Env", ErrSecretOnArgv, v.Name)
+		if v.Name == herdr.TokenEnv || v.Name == herdr.TokenFileEnv {
+			return herdr.Handle{}, fmt.Errorf("herdr launch: %w: %s must not be set in Env", herdr.ErrSecretOnArgv, v.Name)
 		}
 		env = append(env, v)
 	}
-	env = append(env, EnvVar{Name: TokenFileEnv, Value: req.TokenFile})
+	env = append(env, herdr.EnvVar{Name: herdr.TokenFileEnv, Value: req.TokenFile})
 
-	h, err := s.CreateTab(ctx, TabSpec{Cwd: req.Cwd, Title: req.Title, Env: env})
+	h, err := s.CreateTab(ctx, herdr.TabSpec{Cwd: req.Cwd, Title: req.Title, Env: env})
 	if h.TabID == "" {
 		if err == nil {
-			err = ErrTabIDMissing
+			err = herdr.ErrTabIDMissing
 		}
-		return Handle{}, fmt.Errorf("herdr launch: %w", err)
+		return herdr.Handle{}, fmt.Errorf("herdr launch: %w", err)
 	}
 	steps := []func() error{
 		func() error { return err },
 		func() error { return s.ReportMetadata(ctx, h, req.Metadata) },
 		func() error {
-			started, err := s.StartAgent(ctx, h, AgentSpec{Name: AgentName(req.RunID), Args: req.Args})
+			started, err := s.StartAgent(ctx, h, herdr.AgentSpec{Name: herdr.AgentName(req.RunID), Args: req.Args})
 			if err == nil {
 				h = started
 			}
@@ -108,11 +110,11 @@ func Launch(ctx context.Context, s Surface, req LaunchRequest) (Handle, error) {
 
 // rollback closes a half-launched tab. The caller's ctx may be the reason
 // for the rollback, so its cancellation must not stop the close.
-func rollback(ctx context.Context, s Surface, h Handle, cause error) (Handle, error) {
+func rollback(ctx context.Context, s herdr.Surface, h herdr.Handle, cause error) (herdr.Handle, error) {
 	if cerr := s.CloseTab(context.WithoutCancel(ctx), h); cerr != nil {
 		return h, &CleanupError{Handle: h, Launch: cause, Cleanup: cerr}
 	}
-	return Handle{}, fmt.Errorf("herdr launch (tab %s closed): %w", h.TabID, cause)
+	return herdr.Handle{}, fmt.Errorf("herdr launch (tab %s closed): %w", h.TabID, cause)
 }
 
 // checkTokenFile insists on an owner-only regular file, so moving the token

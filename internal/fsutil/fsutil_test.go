@@ -1,4 +1,4 @@
-package compiler
+package fsutil
 
 import (
 	"io"
@@ -80,26 +80,5 @@ func TestWriteFileAtomicIntoFIFO(t *testing.T) {
 func TestWriteFileAtomicRefusesDirectory(t *testing.T) {
 	if err := WriteFileAtomic(t.TempDir(), []byte("x"), 0o644); err == nil {
 		t.Error("writing over a directory succeeded")
-	}
-}
-
-func TestSplitRolePacks(t *testing.T) {
-	for in, want := range map[string][]string{
-		"":                 nil,
-		"/a":               {"/a"},
-		"/a:/b/c.md":       {"/a", "/b/c.md"},
-		":/a:: :/b:":       {"/a", "/b"},
-		"relative:/abs.md": {"relative", "/abs.md"}, // kept: the compiler reports relative paths
-	} {
-		got := SplitRolePacks(in)
-		if len(got) != len(want) {
-			t.Errorf("SplitRolePacks(%q) = %q, want %q", in, got, want)
-			continue
-		}
-		for i := range got {
-			if got[i] != want[i] {
-				t.Errorf("SplitRolePacks(%q) = %q, want %q", in, got, want)
-			}
-		}
 	}
 }

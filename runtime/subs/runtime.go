@@ -1,9 +1,9 @@
-// Package runtime runs compiled profiles as Sub Pis in Herdr: it delegates
+// Package subs runs compiled profiles as Sub Pis in Herdr: it delegates
 // (launches or resumes) Subs, talks to them and interrupts them through
 // their file channels, closes them, lists them, and keeps the Main's runs
 // and profile-command bindings on disk so separate CLI processes, a
 // reloaded Main and a resumed Main all see the same Subs.
-package runtime
+package subs
 
 import (
 	"context"
@@ -17,9 +17,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/herdr"
 	"github.com/facets-dev/facets/internal/termesc"
+	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
 )
@@ -80,7 +80,7 @@ type Delegation struct {
 	MessageID          string   `json:"messageId,omitempty"` // Invoke "queued" only
 }
 
-// Text is the tool result text of the reference's delegate tool.
+// Text is the delegate tool's result text as the model sees it.
 func (d Delegation) Text() string {
 	verb := "Created"
 	if d.Action == "resumed" {
@@ -102,7 +102,8 @@ type RetainedRunError struct {
 	Persist error
 }
 
-// Error renders the reference's delegate failure text with the run id.
+// Error renders the delegate failure text the model sees, with the run id
+// it needs to close or retry the retained run.
 func (e *RetainedRunError) Error() string {
 	persist := ""
 	if e.Persist != nil {
@@ -111,12 +112,12 @@ func (e *RetainedRunError) Error() string {
 	return fmt.Sprintf("%v Sub run %s remains open.%s Use close_sub to retry.", e.Err, e.RunID, persist)
 }
 
-// Unwrap exposes the launch failure (a *herdr.CleanupError) to errors.As.
+// Unwrap exposes the launch failure (a *launch.CleanupError) to errors.As.
 func (e *RetainedRunError) Unwrap() error { return e.Err }
 
 // DelegateRequest asks for a new Sub, or for a persistent one to resume.
 type DelegateRequest struct {
-	Manifest      *compiler.Manifest
+	Manifest      *manifest.Manifest
 	MainSessionID string
 	Profile       string
 	Title         string
@@ -159,7 +160,7 @@ func (rt *Runtime) Delegate(ctx context.Context, req DelegateRequest) (Delegatio
 
 // delegate launches or resumes p, the request's profile with its tool
 // extensions already resolved; req.Profile and req.ToolSources are not read.
-func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p compiler.Profile) (Delegation, error) {
+func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p manifest.Profile) (Delegation, error) {
 	title := herdr.NormalizeTitle(req.Title)
 	task := req.Task
 	if req.Manual {
@@ -191,7 +192,7 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p compiler
 		Manual:          req.Manual,
 		ResumeSessionID: resumeID,
 	}
-	h, err := herdr.Launch(ctx, rt.Surface, herdr.LaunchRequest{
+	h, err := launch.OpenTab(ctx, rt.Surface, launch.TabRequest{
 		RunID:     run.RunID,
 		Title:     title,
 		Cwd:       cwd,
@@ -202,7 +203,7 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p compiler
 		// The task is in the channel manifest; see launch.KickoffPrompt.
 		Prompt: launch.KickoffPrompt,
 	})
-	var cleanup *herdr.CleanupError
+	var cleanup *launch.CleanupError
 	switch {
 	case errors.As(err, &cleanup):
 		run.LaunchPID = 0
@@ -247,7 +248,7 @@ func delegation(run *Run) Delegation {
 
 // withToolExtensions adds to p's launch snapshot the extensions that own
 // its tools according to the Main's tool sources; nil sources change nothing.
-func withToolExtensions(p compiler.Profile, sources map[string]launch.ToolSource) (compiler.Profile, error) {
+func withToolExtensions(p manifest.Profile, sources map[string]launch.ToolSource) (manifest.Profile, error) {
 	if sources == nil {
 		return p, nil
 	}
@@ -269,7 +270,7 @@ func (rt *Runtime) herdrAgentState() string { return launch.HerdrAgentState(rt.A
 
 // delegateCwd picks the Sub's working directory: on resume the saved
 // session's cwd, otherwise req.Cwd resolved against the Main's cwd.
-func (rt *Runtime) delegateCwd(req DelegateRequest, p compiler.Profile) (cwd, resumeID string, err error) {
+func (rt *Runtime) delegateCwd(req DelegateRequest, p manifest.Profile) (cwd, resumeID string, err error) {
 	if req.ResumeSessionID != "" {
 		if p.Launch.SessionPersistence != "persistent" {
 			return "", "", fmt.Errorf("Profile '%s' must use sessionPersistence 'persistent' when resuming a Sub session.", p.Name)
@@ -295,7 +296,7 @@ func (rt *Runtime) delegateCwd(req DelegateRequest, p compiler.Profile) (cwd, re
 // reserve takes a slot under the Main's lock: it refreshes the Main's runs
 // (a Sub closed by hand frees its slot), counts the open ones, and creates
 // the channel, token file and a Launching run record.
-func (rt *Runtime) reserve(req DelegateRequest, p compiler.Profile, title, task, cwd, resumeID string) (*Run, *channel.Channel, error) {
+func (rt *Runtime) reserve(req DelegateRequest, p manifest.Profile, title, task, cwd, resumeID string) (*Run, *channel.Channel, error) {
 	unlock, err := rt.Store.Lock(req.MainSessionID, "slots")
 	if err != nil {
 		return nil, nil, err
@@ -384,8 +385,7 @@ func channelExists(run *Run) bool {
 	return !errors.Is(err, fs.ErrNotExist)
 }
 
-// refresh brings a run up to date with its channel, as the reference's
-// poll loop does: the Sub's session identity, a manual closure of the tab
+// refresh brings a run up to date with its channel: the Sub's session identity, a manual closure of the tab
 // (closed.json), and the removal of a closed channel once the Main has
 // drained its messages. Problems leave the run as it was; they are the
 // channel watcher's to report.
@@ -481,7 +481,7 @@ type Message struct {
 	Sequence  int64  `json:"sequence"`
 }
 
-// Text is the reference's talk result text.
+// Text is the talk tool's result text as the model sees it.
 func (m Message) Text() string { return "Message queued for Sub: " + termesc.Escape(m.Title) }
 
 // Talk queues one message for an open Sub of the Main; ref is a run id or
@@ -513,7 +513,7 @@ type Interruption struct {
 	TurnID string `json:"turnId"`
 }
 
-// Text is the reference's interrupt_sub result text.
+// Text is the interrupt_sub tool's result text as the model sees it.
 func (i Interruption) Text() string {
 	return "Requested interruption of Sub: " + termesc.Escape(i.Title) + ". The Sub session remains open."
 }
@@ -553,7 +553,7 @@ type Closure struct {
 	Retained bool `json:"retained"`
 }
 
-// Text is the reference's close_sub result text.
+// Text is the close_sub tool's result text as the model sees it.
 func (c Closure) Text() string { return "Closed Sub: " + termesc.Escape(c.Title) }
 
 // Close writes close.json, closes the Sub's tab and checks Herdr's answer.
@@ -578,8 +578,8 @@ func (rt *Runtime) Close(ctx context.Context, mainSessionID, ref, reason string)
 	ch, chErr := openChannel(run)
 	if chErr == nil {
 		defer ch.Close()
-		// The reference ignores this error too: the tab close below is what
-		// actually stops the Sub.
+		// This error is ignored: close.json only asks the Sub to wind down,
+		// and the tab close below is what actually stops it.
 		_ = ch.RequestClose(reason)
 	}
 	// Tab ids restart in a fresh Herdr server, so the stored tab is closed
@@ -636,13 +636,13 @@ func processAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-func findProfile(m *compiler.Manifest, name string) (compiler.Profile, error) {
+func findProfile(m *manifest.Manifest, name string) (manifest.Profile, error) {
 	for _, p := range m.Profiles {
 		if p.Name == name {
 			return p, nil
 		}
 	}
-	return compiler.Profile{}, fmt.Errorf("Unknown profile '%s'.", name)
+	return manifest.Profile{}, fmt.Errorf("Unknown profile '%s'.", name)
 }
 
 func short(id string) string {

@@ -1,4 +1,4 @@
-package runtime
+package subs
 
 import (
 	"encoding/json"
@@ -11,8 +11,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/herdr"
+	"github.com/facets-dev/facets/internal/fsutil"
 	"github.com/facets-dev/facets/internal/safefile"
 	"github.com/facets-dev/facets/runtime/channel"
 )
@@ -20,9 +20,10 @@ import (
 // RunVersion is the format version of a stored Run.
 const RunVersion = 1
 
-// Run is the Main's durable record of one Sub: the reference's RunSnapshot
-// plus what a short-lived CLI process needs to find the Sub again (the
-// Herdr handle, a reserved launch slot, a failed rollback).
+// Run is the Main's durable record of one Sub: its identity, profile,
+// channel, session and lifetime, plus what a short-lived CLI process needs
+// to find the Sub again (the Herdr handle, a reserved launch slot, a failed
+// rollback).
 type Run struct {
 	Version            int      `json:"version"`
 	RunID              string   `json:"runId"`
@@ -42,7 +43,7 @@ type Run struct {
 	Surface            *Surface `json:"surface,omitempty"`
 	Tools              []string `json:"tools,omitempty"`
 	Skills             []string `json:"skills,omitempty"`
-	// LaunchPID, while set, marks a slot reserved before herdr.Launch
+	// LaunchPID, while set, marks a slot reserved before launch.OpenTab
 	// returned, by that process; if it dies the run becomes closable.
 	LaunchPID int `json:"launchPid,omitempty"`
 	// LaunchError is set when a launch failed and its rollback did too: the
@@ -286,5 +287,5 @@ func writeJSON(path string, v any) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return compiler.WriteFileAtomic(path, append(data, '\n'), 0o600)
+	return fsutil.WriteFileAtomic(path, append(data, '\n'), 0o600)
 }

@@ -1,4 +1,4 @@
-package runtime
+package subs
 
 import (
 	"context"
@@ -10,14 +10,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
 )
 
 // withTool returns a copy of the example manifest in which profile also
 // lists tool; the shared manifest is left alone.
-func (f *fixture) withTool(profile, tool string) *compiler.Manifest {
+func (f *fixture) withTool(profile, tool string) *manifest.Manifest {
 	f.tb.Helper()
 	m := *f.manifest
 	m.Profiles = slices.Clone(m.Profiles)

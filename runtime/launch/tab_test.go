@@ -1,4 +1,4 @@
-package herdr
+package launch
 
 import (
 	"bytes"
@@ -14,23 +14,44 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/facets-dev/facets/herdr/herdrtest"
+	"github.com/facets-dev/facets/herdr"
+	"github.com/facets-dev/facets/internal/golden"
+	"github.com/facets-dev/facets/internal/herdrtest"
 )
+
+// fakeBinDir holds the fake herdr executable built once for the package.
+var fakeBinDir string
+
+func TestMain(m *testing.M) { herdrtest.Main(m, &fakeBinDir) }
+
+// fixture is one fake Herdr session and a CLI adapter pointed at it.
+type fixture struct {
+	*herdrtest.Fake
+	t   *testing.T
+	cli *herdr.CLI
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	fake := herdrtest.New(t, fakeBinDir, dir, dir)
+	return &fixture{Fake: fake, t: t, cli: &herdr.CLI{Runner: herdr.ExecRunner{Env: fake.Env}, Getenv: fake.Getenv}}
+}
 
 const testRunID = "3F2A9C1E-77B0-4D5A-9E21-0C4B8D6F1A23"
 
-func (f *fixture) request() LaunchRequest {
-	return LaunchRequest{
+func (f *fixture) request() TabRequest {
+	return TabRequest{
 		RunID: testRunID,
 		Title: "Review\tauth  refresh",
 		Cwd:   "/repo",
-		Env: []EnvVar{
+		Env: []herdr.EnvVar{
 			{Name: "PI_FACETS_ROLE", Value: "sub"},
 			{Name: "PI_FACETS_CHANNEL", Value: "/run/user/1000/pi-facets-1000/main/run"},
 		},
-		TokenFile: f.tokenFile(),
+		TokenFile: herdrtest.TokenFile(f.t),
 		Args:      []string{"--no-extensions", "-e", "/opt/facets/bridge.ts", "--no-session", "--tools", "read,talk"},
-		Metadata:  Metadata{MainSession: "main-session-1", RunID: testRunID, Profile: "reviewer"},
+		Metadata:  herdr.Metadata{MainSession: "main-session-1", RunID: testRunID, Profile: "reviewer"},
 		Prompt:    "--review the refresh flow",
 	}
 }
@@ -38,13 +59,13 @@ func (f *fixture) request() LaunchRequest {
 func TestLaunchOpensTabStartsAgentMarksAndPrompts(t *testing.T) {
 	f := newFixture(t)
 	req := f.request()
-	h, err := Launch(context.Background(), f.cli, req)
+	h, err := OpenTab(context.Background(), f.cli, req)
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
 	}
-	want := Handle{TabID: "w1:t2", PaneID: "w1:p2", Agent: "sub-3f2a9c1e-77b0-4d5a-9",
+	want := herdr.Handle{TabID: "w1:t2", PaneID: "w1:p2", Agent: "sub-3f2a9c1e-77b0-4d5a-9",
 		Socket: f.Getenv("HERDR_SOCKET_PATH"), TerminalID: f.State().Panes["w1:p2"].TerminalID}
-	if diff := cmp.Diff(want, h, cmpopts.IgnoreFields(Handle{}, "PromptSeq")); diff != "" {
+	if diff := cmp.Diff(want, h, cmpopts.IgnoreFields(herdr.Handle{}, "PromptSeq")); diff != "" {
 		t.Errorf("handle (-want +got):\n%s", diff)
 	}
 	if want.TerminalID == "" || h.PromptSeq == nil {
@@ -89,20 +110,20 @@ func TestLaunchOpensTabStartsAgentMarksAndPrompts(t *testing.T) {
 // of flags is a visible diff to check against Herdr's contract.
 func TestLaunchArgvGolden(t *testing.T) {
 	f := newFixture(t)
-	f.SetControl(fakeControl{PromptSubmitMS: new(int)}) // Enter lands at once
+	f.SetControl(herdrtest.Control{PromptSubmitMS: new(int)}) // Enter lands at once
 	req := f.request()
 	ctx := context.Background()
 	if err := f.cli.Check(ctx); err != nil {
 		t.Fatalf("Check: %v", err)
 	}
-	h, err := Launch(ctx, f.cli, req)
+	h, err := OpenTab(ctx, f.cli, req)
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
 	}
-	if s, err := f.cli.Status(ctx, h); s != StatusWorking || err != nil {
+	if s, err := f.cli.Status(ctx, h); s != herdr.StatusWorking || err != nil {
 		t.Fatalf("Status = %v, %v", s, err)
 	}
-	if e, err := f.cli.TabExists(ctx, h.TabID); e != TabPresent || err != nil {
+	if e, err := f.cli.TabExists(ctx, h.TabID); e != herdr.TabPresent || err != nil {
 		t.Fatalf("TabExists = %v, %v", e, err)
 	}
 	if err := f.cli.CloseTab(ctx, h); err != nil {
@@ -119,7 +140,7 @@ func TestLaunchArgvGolden(t *testing.T) {
 	}
 	got := strings.ReplaceAll(buf.String(), req.TokenFile, "$TOKEN_FILE")
 	got = strings.ReplaceAll(got, f.Dir, "$STATE")
-	golden(t, "launch.golden", []byte(got))
+	golden.Check(t, filepath.Join("testdata", "tab.golden"), []byte(got))
 }
 
 func TestLaunchKeepsTokenOffCommandLines(t *testing.T) {
@@ -130,7 +151,7 @@ func TestLaunchKeepsTokenOffCommandLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := strings.TrimSpace(string(token))
-	if _, err := Launch(context.Background(), f.cli, req); err != nil {
+	if _, err := OpenTab(context.Background(), f.cli, req); err != nil {
 		t.Fatalf("Launch: %v", err)
 	}
 	calls := f.Calls()
@@ -147,27 +168,27 @@ func TestLaunchKeepsTokenOffCommandLines(t *testing.T) {
 
 func TestLaunchRefusesSecretsAndUnsafeTokenFiles(t *testing.T) {
 	f := newFixture(t)
-	cases := map[string]func(*LaunchRequest){
-		"token in env": func(r *LaunchRequest) {
-			r.Env = append(r.Env, EnvVar{Name: TokenEnv, Value: "secret"})
+	cases := map[string]func(*TabRequest){
+		"token in env": func(r *TabRequest) {
+			r.Env = append(r.Env, herdr.EnvVar{Name: herdr.TokenEnv, Value: "secret"})
 		},
-		"token file in env": func(r *LaunchRequest) {
-			r.Env = append(r.Env, EnvVar{Name: TokenFileEnv, Value: "/elsewhere"})
+		"token file in env": func(r *TabRequest) {
+			r.Env = append(r.Env, herdr.EnvVar{Name: herdr.TokenFileEnv, Value: "/elsewhere"})
 		},
-		"no token file":       func(r *LaunchRequest) { r.TokenFile = "" },
-		"relative token file": func(r *LaunchRequest) { r.TokenFile = "token" },
-		"readable by others": func(r *LaunchRequest) {
+		"no token file":       func(r *TabRequest) { r.TokenFile = "" },
+		"relative token file": func(r *TabRequest) { r.TokenFile = "token" },
+		"readable by others": func(r *TabRequest) {
 			if err := os.Chmod(r.TokenFile, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		},
-		"token file is a directory": func(r *LaunchRequest) { r.TokenFile = t.TempDir() },
+		"token file is a directory": func(r *TabRequest) { r.TokenFile = t.TempDir() },
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {
 			req := f.request()
 			mutate(&req)
-			if _, err := Launch(context.Background(), f.cli, req); err == nil {
+			if _, err := OpenTab(context.Background(), f.cli, req); err == nil {
 				t.Fatal("Launch succeeded")
 			}
 		})
@@ -175,9 +196,9 @@ func TestLaunchRefusesSecretsAndUnsafeTokenFiles(t *testing.T) {
 	if calls := f.Calls(); len(calls) != 0 {
 		t.Errorf("refused launches still ran herdr: %v", f.Commands())
 	}
-	_, err := f.cli.CreateTab(context.Background(), TabSpec{Cwd: "/", Env: []EnvVar{{Name: TokenEnv, Value: "x"}}})
-	if !errors.Is(err, ErrSecretOnArgv) {
-		t.Errorf("CreateTab with %s: err = %v, want ErrSecretOnArgv", TokenEnv, err)
+	_, err := f.cli.CreateTab(context.Background(), herdr.TabSpec{Cwd: "/", Env: []herdr.EnvVar{{Name: herdr.TokenEnv, Value: "x"}}})
+	if !errors.Is(err, herdr.ErrSecretOnArgv) {
+		t.Errorf("CreateTab with %s: err = %v, want herdr.ErrSecretOnArgv", herdr.TokenEnv, err)
 	}
 }
 
@@ -186,35 +207,35 @@ func TestLaunchRefusesSecretsAndUnsafeTokenFiles(t *testing.T) {
 func TestLaunchRollsBackEveryStep(t *testing.T) {
 	cases := []struct {
 		name    string
-		control fakeControl
+		control herdrtest.Control
 		timeout time.Duration
 		errIs   error
 	}{
-		{name: "tab create exits 1 after creating", control: fakeControl{Fail: map[string]fakeFailure{
+		{name: "tab create exits 1 after creating", control: herdrtest.Control{Fail: map[string]herdrtest.Failure{
 			"tab create": {Code: "tab_create_failed", AfterEffect: true}}}},
-		{name: "tab create without root pane", control: fakeControl{Malformed: map[string]string{"tab create": "no-pane-id"}}},
-		{name: "agent start server error", control: fakeControl{Fail: map[string]fakeFailure{
+		{name: "tab create without root pane", control: herdrtest.Control{Malformed: map[string]string{"tab create": "no-pane-id"}}},
+		{name: "agent start server error", control: herdrtest.Control{Fail: map[string]herdrtest.Failure{
 			"agent start": {Code: "agent_pane_busy", Message: "pane w1:p2 is not at an idle shell prompt"}}}},
-		{name: "agent start herdr timeout", control: fakeControl{Fail: map[string]fakeFailure{
+		{name: "agent start herdr timeout", control: herdrtest.Control{Fail: map[string]herdrtest.Failure{
 			"agent start": {Code: "timeout", Message: "timed out waiting for agent startup"}}}},
-		{name: "agent start usage error", control: fakeControl{Fail: map[string]fakeFailure{
+		{name: "agent start usage error", control: herdrtest.Control{Fail: map[string]herdrtest.Failure{
 			"agent start": {Message: "missing required --kind", Exit: 2}}}},
-		{name: "agent start garbage", control: fakeControl{Malformed: map[string]string{"agent start": "garbage"}}},
-		{name: "agent start truncated", control: fakeControl{Malformed: map[string]string{"agent start": "truncated"}}},
-		{name: "agent start empty", control: fakeControl{Malformed: map[string]string{"agent start": "empty"}}},
-		{name: "agent start hangs", control: fakeControl{Hang: []string{"agent start"}}, timeout: 300 * time.Millisecond,
+		{name: "agent start garbage", control: herdrtest.Control{Malformed: map[string]string{"agent start": "garbage"}}},
+		{name: "agent start truncated", control: herdrtest.Control{Malformed: map[string]string{"agent start": "truncated"}}},
+		{name: "agent start empty", control: herdrtest.Control{Malformed: map[string]string{"agent start": "empty"}}},
+		{name: "agent start hangs", control: herdrtest.Control{Hang: []string{"agent start"}}, timeout: 300 * time.Millisecond,
 			errIs: context.DeadlineExceeded},
-		{name: "report-metadata fails", control: fakeControl{Fail: map[string]fakeFailure{
+		{name: "report-metadata fails", control: herdrtest.Control{Fail: map[string]herdrtest.Failure{
 			"pane report-metadata": {Code: "metadata_token_limit"}}}},
-		{name: "report-metadata hangs", control: fakeControl{Hang: []string{"pane report-metadata"}}, timeout: 300 * time.Millisecond,
+		{name: "report-metadata hangs", control: herdrtest.Control{Hang: []string{"pane report-metadata"}}, timeout: 300 * time.Millisecond,
 			errIs: context.DeadlineExceeded},
-		{name: "agent blocked on a startup dialog", control: fakeControl{Startup: "blocked", StartDelayMS: 20}},
-		{name: "agent exits during startup", control: fakeControl{Startup: "exit", StartDelayMS: 20}},
-		{name: "pane has no live terminal", control: fakeControl{Unavailable: []string{"w1:p2"}}},
-		{name: "prompt fails", control: fakeControl{Fail: map[string]fakeFailure{
+		{name: "agent blocked on a startup dialog", control: herdrtest.Control{Startup: "blocked", StartDelayMS: 20}},
+		{name: "agent exits during startup", control: herdrtest.Control{Startup: "exit", StartDelayMS: 20}},
+		{name: "pane has no live terminal", control: herdrtest.Control{Unavailable: []string{"w1:p2"}}},
+		{name: "prompt fails", control: herdrtest.Control{Fail: map[string]herdrtest.Failure{
 			"agent prompt": {Code: "agent_prompt_stalled"}}}},
-		{name: "prompt garbage", control: fakeControl{Malformed: map[string]string{"agent prompt": "garbage"}}},
-		{name: "prompt hangs", control: fakeControl{Hang: []string{"agent prompt"}}, timeout: 300 * time.Millisecond,
+		{name: "prompt garbage", control: herdrtest.Control{Malformed: map[string]string{"agent prompt": "garbage"}}},
+		{name: "prompt hangs", control: herdrtest.Control{Hang: []string{"agent prompt"}}, timeout: 300 * time.Millisecond,
 			errIs: context.DeadlineExceeded},
 	}
 	for _, tc := range cases {
@@ -222,9 +243,9 @@ func TestLaunchRollsBackEveryStep(t *testing.T) {
 			f := newFixture(t)
 			f.SetControl(tc.control)
 			if tc.timeout > 0 {
-				f.cli.Timeouts = Timeouts{Start: tc.timeout, Mark: tc.timeout, Prompt: tc.timeout}
+				f.cli.Timeouts = herdr.Timeouts{Start: tc.timeout, Mark: tc.timeout, Prompt: tc.timeout}
 			}
-			h, err := Launch(context.Background(), f.cli, f.request())
+			h, err := OpenTab(context.Background(), f.cli, f.request())
 			if err == nil {
 				t.Fatal("Launch succeeded")
 			}
@@ -235,7 +256,7 @@ func TestLaunchRollsBackEveryStep(t *testing.T) {
 			if tc.errIs != nil && !errors.Is(err, tc.errIs) {
 				t.Errorf("err = %v, want it to wrap %v", err, tc.errIs)
 			}
-			if h != (Handle{}) {
+			if h != (herdr.Handle{}) {
 				t.Errorf("handle after rollback = %+v, want zero", h)
 			}
 			if diff := cmp.Diff([]string{"w1:t1"}, f.TabIDs()); diff != "" {
@@ -250,8 +271,8 @@ func TestLaunchRollsBackEveryStep(t *testing.T) {
 }
 
 func TestLaunchWithoutTabIDCannotRollBack(t *testing.T) {
-	cases := map[string]fakeControl{
-		"tab create fails":      {Fail: map[string]fakeFailure{"tab create": {Code: "workspace_not_found"}}},
+	cases := map[string]herdrtest.Control{
+		"tab create fails":      {Fail: map[string]herdrtest.Failure{"tab create": {Code: "workspace_not_found"}}},
 		"tab create no tab id":  {Malformed: map[string]string{"tab create": "no-tab-id"}},
 		"tab create garbage":    {Malformed: map[string]string{"tab create": "garbage"}},
 		"server is not running": {Server: "not_running"},
@@ -260,11 +281,11 @@ func TestLaunchWithoutTabIDCannotRollBack(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
 			f.SetControl(ctl)
-			h, err := Launch(context.Background(), f.cli, f.request())
+			h, err := OpenTab(context.Background(), f.cli, f.request())
 			if err == nil {
 				t.Fatal("Launch succeeded")
 			}
-			if h != (Handle{}) {
+			if h != (herdr.Handle{}) {
 				t.Errorf("handle = %+v, want zero", h)
 			}
 			if diff := cmp.Diff([]string{"tab create"}, f.Commands()); diff != "" {
@@ -273,24 +294,24 @@ func TestLaunchWithoutTabIDCannotRollBack(t *testing.T) {
 		})
 	}
 	f := newFixture(t)
-	f.SetControl(fakeControl{Malformed: map[string]string{"tab create": "no-tab-id"}})
-	if _, err := Launch(context.Background(), f.cli, f.request()); !errors.Is(err, ErrTabIDMissing) {
-		t.Errorf("err = %v, want ErrTabIDMissing", err)
+	f.SetControl(herdrtest.Control{Malformed: map[string]string{"tab create": "no-tab-id"}})
+	if _, err := OpenTab(context.Background(), f.cli, f.request()); !errors.Is(err, herdr.ErrTabIDMissing) {
+		t.Errorf("err = %v, want herdr.ErrTabIDMissing", err)
 	}
 }
 
 func TestLaunchFailedRollbackKeepsHandleForRetry(t *testing.T) {
 	f := newFixture(t)
-	f.SetControl(fakeControl{Fail: map[string]fakeFailure{
+	f.SetControl(herdrtest.Control{Fail: map[string]herdrtest.Failure{
 		"agent prompt": {Code: "agent_not_ready", Message: "launch pending"},
 		"tab close":    {Code: "tab_close_failed", Message: "could not close"},
 	}})
-	_, err := Launch(context.Background(), f.cli, f.request())
+	_, err := OpenTab(context.Background(), f.cli, f.request())
 	var ce *CleanupError
 	if !errors.As(err, &ce) {
 		t.Fatalf("err = %v, want *CleanupError", err)
 	}
-	want := Handle{TabID: "w1:t2", PaneID: "w1:p2", Agent: "sub-3f2a9c1e-77b0-4d5a-9",
+	want := herdr.Handle{TabID: "w1:t2", PaneID: "w1:p2", Agent: "sub-3f2a9c1e-77b0-4d5a-9",
 		TerminalID: f.State().Panes["w1:p2"].TerminalID, Socket: f.Getenv("HERDR_SOCKET_PATH")}
 	if diff := cmp.Diff(want, ce.Handle); diff != "" {
 		t.Errorf("handle (-want +got):\n%s", diff)
@@ -305,7 +326,7 @@ func TestLaunchFailedRollbackKeepsHandleForRetry(t *testing.T) {
 		t.Errorf("tabs (-want +got):\n%s", diff)
 	}
 
-	f.SetControl(fakeControl{})
+	f.SetControl(herdrtest.Control{})
 	if err := f.cli.CloseTab(context.Background(), ce.Handle); err != nil {
 		t.Fatalf("retried CloseTab: %v", err)
 	}
@@ -316,14 +337,14 @@ func TestLaunchFailedRollbackKeepsHandleForRetry(t *testing.T) {
 
 func TestLaunchCancelledMidwayRollsBack(t *testing.T) {
 	f := newFixture(t)
-	f.SetControl(fakeControl{Hang: []string{"agent start"}})
+	f.SetControl(herdrtest.Control{Hang: []string{"agent start"}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
 		herdrtest.WaitForFile(t, filepath.Join(f.Dir, "hanging-agent_start"))
 		cancel()
 	}()
-	_, err := Launch(ctx, f.cli, f.request())
+	_, err := OpenTab(ctx, f.cli, f.request())
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -343,10 +364,16 @@ func TestLaunchAlreadyCancelledRunsNothing(t *testing.T) {
 	f := newFixture(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Launch(ctx, f.cli, f.request()); !errors.Is(err, context.Canceled) {
+	if _, err := OpenTab(ctx, f.cli, f.request()); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 	if calls := f.Calls(); len(calls) != 0 {
 		t.Errorf("calls = %v, want none", f.Commands())
 	}
+}
+
+// hasCode reports whether err is a herdr error envelope with that code.
+func hasCode(err error, code string) bool {
+	var ce *herdr.CommandError
+	return errors.As(err, &ce) && ce.Code == code
 }

@@ -1,4 +1,8 @@
-package compiler
+// Package manifest is the frozen launch snapshot facets compile writes and
+// the runtime launches from: its types, its deterministic encoding, and
+// reading it back checked against the #Manifest schema. It depends only on
+// the cue package, so the runtime can read a manifest without the compiler.
+package manifest
 
 import (
 	"bytes"
@@ -6,8 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
+	"strings"
 
 	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/internal/safefile"
@@ -61,6 +64,21 @@ func (p Profile) Summary() string {
 		line += " — " + p.Description
 	}
 	return line
+}
+
+// UnknownProfileMessage is the message for a profile name that is not in
+// the catalog ps: the name and every available name, so the user (or the
+// model) can pick a valid one without listing profiles first.
+func UnknownProfileMessage(name string, ps []Profile) string {
+	avail := make([]string, 0, len(ps))
+	for _, p := range ps {
+		avail = append(avail, p.Name)
+	}
+	list := strings.Join(avail, ", ")
+	if list == "" {
+		list = "(none)"
+	}
+	return fmt.Sprintf("Unknown Facets profile '%s'. Available: %s.", name, list)
 }
 
 // Launch is the snapshot a Sub or a startup --profile is launched from.
@@ -136,63 +154,6 @@ func (m *Manifest) Encode() ([]byte, error) {
 		return nil, fmt.Errorf("encode manifest: %w", err)
 	}
 	return buf.Bytes(), nil
-}
-
-// WriteFileAtomic writes b to path with mode perm through a temporary file
-// in the same directory, fsyncs it, renames it into place and fsyncs the
-// directory, so readers never see a partial file, even after a crash.
-// A symlink is followed, so the link stays and its target is replaced; a
-// path that is not a regular file (/dev/null, /dev/stdout, a FIFO) is
-// written to directly, because renaming over it would replace the device.
-func WriteFileAtomic(path string, b []byte, perm os.FileMode) error {
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		path = real
-	}
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		if fi.IsDir() {
-			return fmt.Errorf("write %s: is a directory", path)
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-		_, werr := f.Write(b)
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			return fmt.Errorf("write %s: %w", path, werr)
-		}
-		return nil
-	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	name := tmp.Name()
-	_, werr := tmp.Write(b)
-	if werr == nil {
-		werr = tmp.Sync()
-	}
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(name, perm)
-	}
-	if werr == nil {
-		werr = os.Rename(name, path)
-	}
-	if werr != nil {
-		os.Remove(name)
-		return fmt.Errorf("write %s: %w", path, werr)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
 }
 
 // MaxManifestBytes caps a manifest read back by ReadManifest: far above
