@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/facets-dev/facets/internal/envvar"
 )
 
 // Errors a caller may want to tell apart; every one is wrapped with context.
@@ -60,6 +62,13 @@ type CLI struct {
 }
 
 var _ Surface = (*CLI)(nil)
+
+// NewCLI returns the Surface that runs the herdr found on env's PATH, with
+// env as its environment (nil: this process's) and getenv as the source of
+// HERDR_ENV and HERDR_WORKSPACE_ID.
+func NewCLI(getenv func(string) string, env []string) *CLI {
+	return &CLI{Runner: ExecRunner{Env: env}, Getenv: getenv}
+}
 
 // CommandError is a herdr invocation that exited non-zero.
 type CommandError struct {
@@ -153,7 +162,7 @@ func (c *CLI) Check(ctx context.Context) error {
 	if v.Less(MinVersion) {
 		return fmt.Errorf("%w: found %s, Facets requires %s or newer", ErrTooOld, v, MinVersion)
 	}
-	if c.getenv("HERDR_ENV") != "1" || c.getenv("HERDR_WORKSPACE_ID") == "" {
+	if c.getenv(envvar.HerdrEnv) != "1" || c.getenv(envvar.HerdrWorkspaceID) == "" {
 		return ErrNotInHerdr
 	}
 	// Plain "status server" exits 0 even when no server runs, so only the
@@ -196,20 +205,11 @@ func firstLine(b []byte) string {
 	return s
 }
 
-// TokenEnv is the variable the reference used for the Sub's capability
-// token. Herdr's tab create only takes variables as --env K=V arguments,
-// visible to every local user in the process table, so it is refused.
-const TokenEnv = "PI_FACETS_TOKEN"
-
-// TokenFileEnv names the variable that carries the path of the Sub's token
-// file instead of the token itself.
-const TokenFileEnv = "PI_FACETS_TOKEN_FILE"
-
 // CreateTab runs `herdr tab create` in the current workspace without
 // focusing the new tab.
 func (c *CLI) CreateTab(ctx context.Context, spec TabSpec) (Handle, error) {
 	const command = "tab create"
-	workspace := c.getenv("HERDR_WORKSPACE_ID")
+	workspace := c.getenv(envvar.HerdrWorkspaceID)
 	if workspace == "" {
 		return Handle{}, fmt.Errorf("herdr %s: %w", command, ErrNotInHerdr)
 	}
@@ -270,8 +270,10 @@ func checkEnvVar(v EnvVar) error {
 		return fmt.Errorf("invalid environment variable name %q", v.Name)
 	case strings.ContainsRune(v.Value, 0):
 		return fmt.Errorf("environment variable %s contains a NUL byte", v.Name)
-	case v.Name == TokenEnv:
-		return fmt.Errorf("%w: pass the token by file (%s), not as %s", ErrSecretOnArgv, TokenFileEnv, TokenEnv)
+	case v.Name == envvar.Token:
+		// Herdr's tab create only takes variables as --env K=V arguments,
+		// visible to every local user in the process table.
+		return fmt.Errorf("%w: pass the token by file (%s), not as %s", ErrSecretOnArgv, envvar.TokenFile, envvar.Token)
 	}
 	return nil
 }

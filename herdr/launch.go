@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/facets-dev/facets/internal/envvar"
 )
 
 // LaunchRequest is everything needed to open a Sub in a new tab.
@@ -57,12 +59,12 @@ func Launch(ctx context.Context, s Surface, req LaunchRequest) (Handle, error) {
 	}
 	env := make([]EnvVar, 0, len(req.Env)+1)
 	for _, v := range req.Env {
-		if v.Name == TokenEnv || v.Name == TokenFileEnv {
+		if v.Name == envvar.Token || v.Name == envvar.TokenFile {
 			return Handle{}, fmt.Errorf("herdr launch: %w: %s must not be set in Env", ErrSecretOnArgv, v.Name)
 		}
 		env = append(env, v)
 	}
-	env = append(env, EnvVar{Name: TokenFileEnv, Value: req.TokenFile})
+	env = append(env, EnvVar{Name: envvar.TokenFile, Value: req.TokenFile})
 
 	h, err := s.CreateTab(ctx, TabSpec{Cwd: req.Cwd, Title: req.Title, Env: env})
 	if h.TabID == "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/facets-dev/facets/herdr/herdrtest"
+	"github.com/facets-dev/facets/internal/envvar"
 )
 
 const testRunID = "3F2A9C1E-77B0-4D5A-9E21-0C4B8D6F1A23"
@@ -143,10 +144,10 @@ func TestLaunchRefusesSecretsAndUnsafeTokenFiles(t *testing.T) {
 	f := newFixture(t)
 	cases := map[string]func(*LaunchRequest){
 		"token in env": func(r *LaunchRequest) {
-			r.Env = append(r.Env, EnvVar{Name: TokenEnv, Value: "secret"})
+			r.Env = append(r.Env, EnvVar{Name: envvar.Token, Value: "secret"})
 		},
 		"token file in env": func(r *LaunchRequest) {
-			r.Env = append(r.Env, EnvVar{Name: TokenFileEnv, Value: "/elsewhere"})
+			r.Env = append(r.Env, EnvVar{Name: envvar.TokenFile, Value: "/elsewhere"})
 		},
 		"no token file":       func(r *LaunchRequest) { r.TokenFile = "" },
 		"relative token file": func(r *LaunchRequest) { r.TokenFile = "token" },
@@ -169,9 +170,9 @@ func TestLaunchRefusesSecretsAndUnsafeTokenFiles(t *testing.T) {
 	if calls := f.Calls(); len(calls) != 0 {
 		t.Errorf("refused launches still ran herdr: %v", f.Commands())
 	}
-	_, err := f.cli.CreateTab(context.Background(), TabSpec{Cwd: "/", Env: []EnvVar{{Name: TokenEnv, Value: "x"}}})
+	_, err := f.cli.CreateTab(context.Background(), TabSpec{Cwd: "/", Env: []EnvVar{{Name: envvar.Token, Value: "x"}}})
 	if !errors.Is(err, ErrSecretOnArgv) {
-		t.Errorf("CreateTab with %s: err = %v, want ErrSecretOnArgv", TokenEnv, err)
+		t.Errorf("CreateTab with %s: err = %v, want ErrSecretOnArgv", envvar.Token, err)
 	}
 }
 
