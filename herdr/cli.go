@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/facets-dev/facets/internal/envvar"
 )
 
 // Errors a caller may want to tell apart; every one is wrapped with context.
@@ -62,6 +64,14 @@ type CLI struct {
 }
 
 var _ Surface = (*CLI)(nil)
+
+// NewCLI returns the Surface that runs the herdr at path (see BinaryPath;
+// a bare name is looked up on env's PATH), with env as its environment
+// (nil: this process's) and getenv as the source of the pane's Herdr
+// variables.
+func NewCLI(path string, getenv func(string) string, env []string) *CLI {
+	return &CLI{Runner: ExecRunner{Path: path, Env: env}, Getenv: getenv}
+}
 
 // CommandError is a herdr invocation that exited non-zero.
 type CommandError struct {
@@ -155,7 +165,7 @@ func (c *CLI) Check(ctx context.Context) error {
 	if v.Less(MinVersion) {
 		return fmt.Errorf("%w: found %s, Facets requires %s or newer because %s", ErrTooOld, v, MinVersion, minVersionReason)
 	}
-	if c.getenv("HERDR_ENV") != "1" || c.getenv("HERDR_WORKSPACE_ID") == "" {
+	if c.getenv(envvar.HerdrEnv) != "1" || c.getenv(envvar.HerdrWorkspaceID) == "" {
 		return ErrNotInHerdr
 	}
 	// Plain "status server" exits 0 even when no server runs, so only the
@@ -198,20 +208,11 @@ func firstLine(b []byte) string {
 	return s
 }
 
-// TokenEnv is the variable that once carried the Sub's capability token
-// itself. Herdr's tab create only takes variables as --env K=V arguments,
-// visible to every local user in the process table, so it is refused.
-const TokenEnv = "PI_FACETS_TOKEN"
-
-// TokenFileEnv names the variable that carries the path of the Sub's token
-// file instead of the token itself.
-const TokenFileEnv = "PI_FACETS_TOKEN_FILE"
-
 // CreateTab runs `herdr tab create` in the current workspace without
 // focusing the new tab.
 func (c *CLI) CreateTab(ctx context.Context, spec TabSpec) (Handle, error) {
 	const command = "tab create"
-	workspace := c.getenv("HERDR_WORKSPACE_ID")
+	workspace := c.getenv(envvar.HerdrWorkspaceID)
 	if workspace == "" {
 		return Handle{}, fmt.Errorf("herdr %s: %w", command, ErrNotInHerdr)
 	}
@@ -242,7 +243,7 @@ func (c *CLI) CreateTab(ctx context.Context, spec TabSpec) (Handle, error) {
 		} `json:"pane"`
 	}
 	parseErr := decodeResult(res.Stdout, &created)
-	h := Handle{Socket: c.getenv("HERDR_SOCKET_PATH"), Session: c.getenv("HERDR_SESSION")}
+	h := Handle{Socket: c.getenv(envvar.HerdrSocketPath), Session: c.getenv(envvar.HerdrSession)}
 	if parseErr == nil && created.Tab != nil {
 		h.TabID = cmp.Or(created.Tab.TabID, created.Tab.ID)
 	}
@@ -273,8 +274,10 @@ func checkEnvVar(v EnvVar) error {
 		return fmt.Errorf("invalid environment variable name %q", v.Name)
 	case strings.ContainsRune(v.Value, 0):
 		return fmt.Errorf("environment variable %s contains a NUL byte", v.Name)
-	case v.Name == TokenEnv:
-		return fmt.Errorf("%w: pass the token by file (%s), not as %s", ErrSecretOnArgv, TokenFileEnv, TokenEnv)
+	case v.Name == envvar.Token:
+		// Herdr's tab create only takes variables as --env K=V arguments,
+		// visible to every local user in the process table.
+		return fmt.Errorf("%w: pass the token by file (%s), not as %s", ErrSecretOnArgv, envvar.TokenFile, envvar.Token)
 	}
 	return nil
 }
@@ -580,7 +583,7 @@ func (c *CLI) Owned(ctx context.Context, h Handle, runID string) (Existence, err
 	// From outside any Herdr pane the server herdr would reach is a guess,
 	// so nothing is concluded; from another server the pane is not there.
 	if h.Socket != "" {
-		switch cur := c.getenv("HERDR_SOCKET_PATH"); {
+		switch cur := c.getenv(envvar.HerdrSocketPath); {
 		case cur == "":
 			return TabUncertain, fmt.Errorf("herdr %s: tab %s belongs to the Herdr server at %s; run this from a pane of that server", command, h.TabID, h.Socket)
 		case cur != h.Socket:

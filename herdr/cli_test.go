@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/facets-dev/facets/internal/envvar"
 	"github.com/facets-dev/facets/internal/herdrtest"
 )
 
@@ -323,8 +324,8 @@ func TestBinaryPath(t *testing.T) {
 		want           string
 	}{
 		{"PATH by default", "", nil, "herdr"},
-		{"the pane's herdr", "", map[string]string{BinaryEnv: "/opt/herdr/bin/herdr"}, "/opt/herdr/bin/herdr"},
-		{"override wins", "/usr/local/bin/herdr-dev", map[string]string{BinaryEnv: "/opt/herdr/bin/herdr"}, "/usr/local/bin/herdr-dev"},
+		{"the pane's herdr", "", map[string]string{envvar.HerdrBinPath: "/opt/herdr/bin/herdr"}, "/opt/herdr/bin/herdr"},
+		{"override wins", "/usr/local/bin/herdr-dev", map[string]string{envvar.HerdrBinPath: "/opt/herdr/bin/herdr"}, "/usr/local/bin/herdr-dev"},
 		{"override without pane", "herdr-dev", nil, "herdr-dev"},
 	}
 	for _, tc := range cases {
@@ -340,7 +341,7 @@ func TestBinaryPath(t *testing.T) {
 // TestHerdrBinPathFindsHerdrOffPATH: inside a pane Herdr sets
 // HERDR_BIN_PATH to itself, which works when herdr is not on PATH.
 func TestHerdrBinPathFindsHerdrOffPATH(t *testing.T) {
-	f := newFixture(t, "PATH="+t.TempDir(), BinaryEnv+"="+filepath.Join(fakeBinDir, "herdr"))
+	f := newFixture(t, "PATH="+t.TempDir(), envvar.HerdrBinPath+"="+filepath.Join(fakeBinDir, "herdr"))
 	f.cli.Runner = ExecRunner{Path: BinaryPath("", f.Getenv), Env: f.Env}
 	if err := f.cli.Check(context.Background()); err != nil {
 		t.Fatalf("Check with herdr only at $HERDR_BIN_PATH: %v", err)

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/facets-dev/facets/internal/envvar"
 )
 
 // Runner executes one herdr command line. Tests substitute the binary, not
@@ -29,10 +31,6 @@ type Result struct {
 	ExitCode int
 }
 
-// BinaryEnv is the variable Herdr sets in every pane to its own executable
-// (src/integration/env.rs) and uses for its own hooks.
-const BinaryEnv = "HERDR_BIN_PATH"
-
 // BinaryPath picks the herdr executable: override (--herdr-bin or
 // $FACETS_HERDR) when set, else $HERDR_BIN_PATH, the binary of the server
 // this pane belongs to, else "herdr" looked up on PATH.
@@ -41,7 +39,7 @@ func BinaryPath(override string, getenv func(string) string) string {
 		return override
 	}
 	if getenv != nil {
-		if p := getenv(BinaryEnv); p != "" {
+		if p := getenv(envvar.HerdrBinPath); p != "" {
 			return p
 		}
 	}

@@ -62,7 +62,7 @@ type Handle struct {
 }
 
 // TabSpec describes the tab to create. Env values are passed to Herdr on its
-// command line, so they must never hold a secret; see TokenFileEnv.
+// command line, so they must never hold a secret; see envvar.TokenFile.
 type TabSpec struct {
 	Cwd   string
 	Title string

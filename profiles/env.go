@@ -3,6 +3,8 @@ package profiles
 import (
 	"fmt"
 	"path/filepath"
+
+	"github.com/facets-dev/facets/internal/envvar"
 )
 
 // Env locates the directories discovery starts from. Every field is an
@@ -37,7 +39,7 @@ func NewEnv(getenv func(string) string, home, cwd string) (Env, error) {
 func AgentDir(explicit string, getenv func(string) string, home string) (string, error) {
 	agent := explicit
 	if agent == "" {
-		agent = getenv("PI_CODING_AGENT_DIR")
+		agent = getenv(envvar.AgentDir)
 	}
 	if agent == "" {
 		if home == "" {

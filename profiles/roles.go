@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/facets-dev/facets/internal/envvar"
 	"github.com/facets-dev/facets/internal/safefile"
 )
 
@@ -109,7 +110,7 @@ func (d *roleDiscovery) layerDir(layer, dir string, required bool) {
 	if errors.Is(err, fs.ErrNotExist) {
 		d.problem(Problem{Path: dir, Code: "missing-bundled-roles-dir",
 			Message: fmt.Sprintf("Bundled roles directory does not exist: %s", dir),
-			Hint:    "point --bundled-roles or FACETS_BUNDLED_ROLES at the host package's agents/ directory, or unset it"})
+			Hint:    "point --bundled-roles or " + envvar.BundledRoles + " at the host package's agents/ directory, or unset it"})
 		return
 	}
 	if err != nil {
@@ -137,7 +138,7 @@ func (d *roleDiscovery) packs(paths []string) {
 		if !filepath.IsAbs(p) {
 			d.problem(Problem{Path: p, Code: "invalid-role-pack-path",
 				Message: "Role packs must register an absolute file or directory path.",
-				Hint:    fmt.Sprintf("%q is not absolute; pass an absolute path to --role-pack or FACETS_ROLE_PACKS", p)})
+				Hint:    fmt.Sprintf("%q is not absolute; pass an absolute path to --role-pack or %s", p, envvar.RolePacks)})
 			continue
 		}
 		p = filepath.Clean(p)

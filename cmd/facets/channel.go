@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/facets-dev/facets/internal/envvar"
 	"github.com/facets-dev/facets/internal/termesc"
 	"github.com/facets-dev/facets/runtime/channel"
 )
@@ -23,11 +24,11 @@ func newChannelCmd(a *app) *cobra.Command {
 		Use:   "channel",
 		Short: "Send, receive, watch and inspect a Main↔Sub file channel",
 		Long: `channel gives scripts and the Pi bridge access to a run's private file
-channel. The channel directory defaults to PI_FACETS_CHANNEL and the token
-file to PI_FACETS_TOKEN_FILE, the variables a Sub is launched with. The
+channel. The channel directory defaults to ` + envvar.Channel + ` and the token
+file to ` + envvar.TokenFile + `, the variables a Sub is launched with. The
 capability token itself is never taken from the command line, where other
 users could read it; it comes from the 0600 token file (or, for callers that
-already hold it, the PI_FACETS_TOKEN variable).
+already hold it, the ` + envvar.Token + ` variable).
 
 Exit status: 0 ok, 1 protocol problems found (corrupt or foreign files),
 2 usage or I/O failure.`,
@@ -38,17 +39,19 @@ Exit status: 0 ok, 1 protocol problems found (corrupt or foreign files),
 
 type channelFlags struct {
 	dir, tokenFile, direction string
+	getenv                    func(string) string
 }
 
-func (f *channelFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.dir, "dir", os.Getenv("PI_FACETS_CHANNEL"), "channel directory (default $PI_FACETS_CHANNEL)")
-	cmd.Flags().StringVar(&f.tokenFile, "token-file", os.Getenv("PI_FACETS_TOKEN_FILE"), "file holding the capability token (default $PI_FACETS_TOKEN_FILE)")
+func (f *channelFlags) register(a *app, cmd *cobra.Command) {
+	f.getenv = a.getenv
+	cmd.Flags().StringVar(&f.dir, "dir", a.getenv(envvar.Channel), "channel directory (default $"+envvar.Channel+")")
+	cmd.Flags().StringVar(&f.tokenFile, "token-file", a.getenv(envvar.TokenFile), "file holding the capability token (default $"+envvar.TokenFile+")")
 	cmd.Flags().StringVar(&f.direction, "direction", "", "inbox: to-main or to-sub (required)")
 }
 
 func (f *channelFlags) open() (*channel.Channel, channel.Direction, error) {
 	if f.dir == "" {
-		return nil, "", usageError{errors.New("no channel: pass --dir or set PI_FACETS_CHANNEL")}
+		return nil, "", usageError{errors.New("no channel: pass --dir or set " + envvar.Channel)}
 	}
 	token, err := f.token()
 	if err != nil {
@@ -65,9 +68,9 @@ func (f *channelFlags) open() (*channel.Channel, channel.Direction, error) {
 // token reads the capability token from --token-file, falling back to
 // $PI_FACETS_TOKEN.
 func (f *channelFlags) token() (string, error) {
-	t, err := channel.ReadToken(f.tokenFile, os.Getenv("PI_FACETS_TOKEN"))
+	t, err := channel.ReadToken(f.tokenFile, f.getenv(envvar.Token))
 	if errors.Is(err, channel.ErrNoToken) {
-		return "", usageError{errors.New("no token: pass --token-file or set PI_FACETS_TOKEN_FILE")}
+		return "", usageError{errors.New("no token: pass --token-file or set " + envvar.TokenFile)}
 	}
 	return t, err
 }
@@ -99,7 +102,7 @@ func newChannelSendCmd(a *app) *cobra.Command {
 			return json.NewEncoder(a.stdout).Encode(map[string]any{"direction": m.Direction, "messageId": m.ID, "sequence": m.Sequence})
 		},
 	}
-	f.register(cmd)
+	f.register(a, cmd)
 	cmd.Flags().StringVar(&text, "text", "", "message text (default: read stdin)")
 	return cmd
 }
@@ -166,8 +169,8 @@ type receiveFlags struct {
 	receipts string
 }
 
-func (f *receiveFlags) register(cmd *cobra.Command) {
-	f.channelFlags.register(cmd)
+func (f *receiveFlags) register(a *app, cmd *cobra.Command) {
+	f.channelFlags.register(a, cmd)
 	cmd.Flags().StringVar(&f.receipts, "receipts", "", "receipt log to record deliveries in (default: in memory)")
 }
 
@@ -213,7 +216,7 @@ between printing and recording may print it once more (at least once).`,
 			return nil
 		},
 	}
-	f.register(cmd)
+	f.register(a, cmd)
 	return cmd
 }
 
@@ -256,7 +259,7 @@ func newChannelWatchCmd(a *app) *cobra.Command {
 			return w.Close()
 		},
 	}
-	f.register(cmd)
+	f.register(a, cmd)
 	cmd.Flags().IntVar(&count, "count", 0, "exit after this many deliveries (0: no limit)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "exit after this long (0: no limit)")
 	return cmd
@@ -270,7 +273,7 @@ func newChannelInspectCmd(a *app) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
-				return usageError{errors.New("no channel: pass --dir or set PI_FACETS_CHANNEL")}
+				return usageError{errors.New("no channel: pass --dir or set " + envvar.Channel)}
 			}
 			r, err := channel.Inspect(dir)
 			if err != nil {
@@ -287,6 +290,6 @@ func newChannelInspectCmd(a *app) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", os.Getenv("PI_FACETS_CHANNEL"), "channel directory (default $PI_FACETS_CHANNEL)")
+	cmd.Flags().StringVar(&dir, "dir", a.getenv(envvar.Channel), "channel directory (default $"+envvar.Channel+")")
 	return cmd
 }

@@ -2,13 +2,13 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/facets-dev/facets/internal/envvar"
 	"github.com/facets-dev/facets/runtime/channel"
 )
 
@@ -34,11 +34,10 @@ func tokenFile(t *testing.T, token string) string {
 	return p
 }
 
+// runCLI runs the CLI with an empty environment.
 func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code := Main(args, strings.NewReader(stdin), &out, &errb)
-	return code, out.String(), errb.String()
+	return runApp(t, nil, stdin, args...)
 }
 
 func TestChannelSendRecvRoundTrip(t *testing.T) {
@@ -121,20 +120,19 @@ func TestChannelWatchAndInspect(t *testing.T) {
 // TestChannelTokenNeverOnArgv pins that the token can only come from a file
 // or the environment: a --token flag would put it in ps output.
 func TestChannelTokenNeverOnArgv(t *testing.T) {
+	t.Parallel()
 	c := newCLIChannel(t)
 	if code, _, stderr := runCLI(t, "", "channel", "send", "--dir", c.Dir(), "--token", c.Manifest().Token, "--direction", "to-main", "--text", "x"); code != exitUsage || !strings.Contains(stderr, "unknown flag: --token") {
 		t.Errorf("--token accepted: exit %d, %q", code, stderr)
 	}
-	t.Setenv("PI_FACETS_TOKEN_FILE", "")
-	t.Setenv("PI_FACETS_TOKEN", "")
 	if code, _, stderr := runCLI(t, "", "channel", "send", "--dir", c.Dir(), "--direction", "to-main", "--text", "x"); code != exitUsage || !strings.Contains(stderr, "no token") {
 		t.Errorf("missing token: exit %d, %q", code, stderr)
 	}
 	if code, _, stderr := runCLI(t, "", "channel", "send", "--dir", c.Dir(), "--token-file", filepath.Join(t.TempDir(), "absent"), "--direction", "to-main", "--text", "x"); code != exitUsage || !strings.Contains(stderr, "read token file") {
 		t.Errorf("unreadable token file: exit %d, %q", code, stderr)
 	}
-	t.Setenv("PI_FACETS_TOKEN", c.Manifest().Token)
-	if code, _, stderr := runCLI(t, "", "channel", "send", "--dir", c.Dir(), "--direction", "to-main", "--text", "x"); code != exitOK {
+	env := map[string]string{envvar.Token: c.Manifest().Token}
+	if code, _, stderr := runApp(t, env, "", "channel", "send", "--dir", c.Dir(), "--direction", "to-main", "--text", "x"); code != exitOK {
 		t.Errorf("token from environment: exit %d, %q", code, stderr)
 	}
 }

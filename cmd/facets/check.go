@@ -40,7 +40,7 @@ Exit status: 0 clean, 1 error diagnostics (or warnings with --strict),
 			return nil
 		},
 	}
-	src.register(cmd)
+	src.register(a, cmd)
 	rep.register(cmd)
 	return cmd
 }

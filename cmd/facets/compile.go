@@ -61,7 +61,7 @@ or unknown name reports its own diagnostic and writes nothing.`,
 			return nil
 		},
 	}
-	src.register(cmd)
+	src.register(a, cmd)
 	rep.register(cmd)
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write the manifest to this file atomically (default stdout)")
 	return cmd

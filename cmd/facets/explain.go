@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -10,6 +9,7 @@ import (
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/explain"
+	"github.com/facets-dev/facets/internal/envvar"
 	"github.com/facets-dev/facets/runtime/pibridge"
 )
 
@@ -72,9 +72,9 @@ or has no usable definition, 2 usage or I/O failure.`,
 			return nil
 		},
 	}
-	src.register(cmd)
+	src.register(a, cmd)
 	cmd.Flags().BoolVar(&role, "role", false, "explain a role instead of a profile")
 	cmd.Flags().StringVar(&format, "format", compiler.FormatText, "output format: text or json")
-	cmd.Flags().StringVar(&bridge, "bridge", os.Getenv("FACETS_PI_BRIDGE"), "the Facets Pi extension a Sub loads (default $FACETS_PI_BRIDGE, else <agentDir>/extensions/facets/index.ts)")
+	cmd.Flags().StringVar(&bridge, "bridge", a.getenv(envvar.PiBridge), "the Facets Pi extension a Sub loads (default $"+envvar.PiBridge+", else <agentDir>/extensions/facets/index.ts)")
 	return cmd
 }

@@ -15,7 +15,8 @@ import (
 // facets delegate and facets invoke and checks that facets explain printed
 // exactly the pi argv Herdr was asked to start.
 func TestExplainArgvIsDelegateArgv(t *testing.T) {
-	dir := runEnv(t)
+	t.Parallel()
+	dir, env := runEnv(t)
 	example, _ := filepath.Abs("../../testdata/example")
 	agent := filepath.Join(example, "agent")
 	cwd := filepath.Join(example, "project", "service")
@@ -30,14 +31,14 @@ func TestExplainArgvIsDelegateArgv(t *testing.T) {
 		t.Run(tc.profile, func(t *testing.T) {
 			before := len(agentStarts(t, dir))
 			args := append(tc.launch, "--agent-dir", agent, "--main-cwd", cwd, "--trust")
-			if code, out, errOut := runFacets(t, "", args...); code != exitOK {
+			if code, out, errOut := runFacets(t, env, "", args...); code != exitOK {
 				t.Fatalf("%v: exit %d\n%s%s", tc.launch, code, out, errOut)
 			}
 			starts := agentStarts(t, dir)
 			if len(starts) != before+1 {
 				t.Fatalf("%d agent starts, want %d", len(starts), before+1)
 			}
-			code, out, errOut := runFacets(t, "", "explain", "--format", "json", "--agent-dir", agent, "-C", cwd, "--trust", tc.profile)
+			code, out, errOut := runFacets(t, env, "", "explain", "--format", "json", "--agent-dir", agent, "-C", cwd, "--trust", tc.profile)
 			if code != exitOK {
 				t.Fatalf("explain: exit %d\n%s%s", code, out, errOut)
 			}

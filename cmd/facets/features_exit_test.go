@@ -4,26 +4,28 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/facets-dev/facets/internal/envvar"
 )
 
 // TestFeatureExitCodes pins the exit status of verify, explain and new:
 // 0 success, 1 a stale snapshot or an unresolved name, 2 usage or I/O.
 func TestFeatureExitCodes(t *testing.T) {
+	t.Parallel()
 	agent := t.TempDir()
-	t.Setenv("PI_CODING_AGENT_DIR", agent)
-	t.Setenv("FACETS_ROLE_PACKS", "")
+	env := map[string]string{envvar.AgentDir: agent}
 	p := filepath.Join(agent, "facets", "profiles", "good", "config.json")
 	os.MkdirAll(filepath.Dir(p), 0o755)
 	if err := os.WriteFile(p, []byte(`{"version":1,"name":"good","tools":["read"]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	manifest := filepath.Join(t.TempDir(), "m.json")
-	if code, _, errOut := runCLI(t, "", "compile", "--out", manifest); code != exitOK {
+	if code, _, errOut := runApp(t, env, "", "compile", "--out", manifest); code != exitOK {
 		t.Fatalf("compile: %d %s", code, errOut)
 	}
 	run := func(name string, want int, args ...string) {
 		t.Helper()
-		if code, out, errOut := runCLI(t, "", args...); code != want {
+		if code, out, errOut := runApp(t, env, "", args...); code != want {
 			t.Errorf("%s: facets %v: exit %d, want %d\nstdout: %s\nstderr: %s", name, args, code, want, out, errOut)
 		}
 	}

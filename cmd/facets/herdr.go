@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/facets-dev/facets/herdr"
+	"github.com/facets-dev/facets/internal/envvar"
 )
 
 func newHerdrVisibilityCmd(a *app) *cobra.Command {
@@ -28,9 +28,9 @@ Exit status: 0 ok, 2 usage or I/O failure (including Herdr refusing the view).`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v := herdr.Visibility{
-				SocketPath: os.Getenv("HERDR_SOCKET_PATH"),
-				StateDir:   os.Getenv("HERDR_PLUGIN_STATE_DIR"),
-				PluginID:   os.Getenv("HERDR_PLUGIN_ID"),
+				SocketPath: a.getenv(envvar.HerdrSocketPath),
+				StateDir:   a.getenv(envvar.HerdrPluginStateDir),
+				PluginID:   a.getenv(envvar.HerdrPluginID),
 			}
 			hidden, err := v.Apply(cmd.Context(), herdr.VisibilityAction(args[0]))
 			if err != nil {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/facets-dev/facets/internal/envvar"
 )
 
 func TestHerdrVisibilityUsage(t *testing.T) {
@@ -22,11 +24,9 @@ func TestHerdrVisibilityUsage(t *testing.T) {
 }
 
 func TestHerdrVisibilityNeedsHerdrPluginEnv(t *testing.T) {
-	t.Setenv("HERDR_SOCKET_PATH", "")
-	t.Setenv("HERDR_PLUGIN_STATE_DIR", t.TempDir())
-	var stdout, stderr bytes.Buffer
-	code := Main([]string{"herdr-visibility", "hide"}, strings.NewReader(""), &stdout, &stderr)
-	if code != exitUsage || !strings.Contains(stderr.String(), "HERDR_SOCKET_PATH") {
-		t.Errorf("exit %d, stderr %q; want %d naming HERDR_SOCKET_PATH", code, stderr.String(), exitUsage)
+	t.Parallel()
+	code, _, stderr := runApp(t, map[string]string{envvar.HerdrPluginStateDir: t.TempDir()}, "", "herdr-visibility", "hide")
+	if code != exitUsage || !strings.Contains(stderr, "HERDR_SOCKET_PATH") {
+		t.Errorf("exit %d, stderr %q; want %d naming HERDR_SOCKET_PATH", code, stderr, exitUsage)
 	}
 }

@@ -28,7 +28,7 @@ func (f *scopeFlags) register(cmd *cobra.Command) {
 	cmd.MarkFlagsMutuallyExclusive("global", "project")
 }
 
-func (f *scopeFlags) where() (scaffold.Where, error) {
+func (f *scopeFlags) where(a *app) (scaffold.Where, error) {
 	if f.project {
 		fi, err := os.Stat(f.cwd)
 		if err != nil || !fi.IsDir() {
@@ -40,8 +40,7 @@ func (f *scopeFlags) where() (scaffold.Where, error) {
 		}
 		return scaffold.Project(dir), nil
 	}
-	home, _ := os.UserHomeDir()
-	dir, err := profiles.AgentDir(f.agentDir, os.Getenv, home)
+	dir, err := profiles.AgentDir(f.agentDir, a.getenv, a.home())
 	if err != nil {
 		return scaffold.Where{}, usageError{err}
 	}
@@ -68,7 +67,7 @@ or <cwd>/.pi/facets with --project. It never overwrites anything.`,
   facets new profile quick --legacy`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			w, err := sf.where()
+			w, err := sf.where(a)
 			if err != nil {
 				return err
 			}
@@ -94,7 +93,7 @@ or <cwd>/.pi/facets with --project. It never overwrites anything.`,
 system-prompt) and a role prompt stub. It never overwrites anything.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			w, err := rf.where()
+			w, err := rf.where(a)
 			if err != nil {
 				return err
 			}

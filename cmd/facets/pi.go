@@ -11,7 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/internal/envvar"
 	"github.com/facets-dev/facets/manifest"
+	"github.com/facets-dev/facets/profiles"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
 	"github.com/facets-dev/facets/runtime/pibridge"
@@ -30,7 +32,7 @@ which records this binary's path) so no separate package is needed.
 The default directory is <agentDir>/extensions/facets, which Pi discovers on
 its own. A Sub is launched with --no-extensions -e <path>, where <path> is
 what --path prints: the extension passes itself to facets delegate and
-facets invoke as --bridge; by hand, pass --bridge or set FACETS_PI_BRIDGE.
+facets invoke as --bridge; by hand, pass --bridge or set ` + envvar.PiBridge + `.
 
 The extension runs hidden helpers of this command: "plan" (what to apply
 at startup, as JSON) and "serve" (channel deliveries and receipts over
@@ -43,7 +45,7 @@ JSON lines on stdin/stdout, for the life of the Pi process).`,
 			if !showPath {
 				return cmd.Help()
 			}
-			d, err := extensionDir(dir, agentDir)
+			d, err := extensionDir(a, dir, agentDir)
 			if err != nil {
 				return err
 			}
@@ -60,7 +62,7 @@ JSON lines on stdin/stdout, for the life of the Pi process).`,
 		Short: "Write the extension and print the path of its entry point",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d, err := extensionDir(dir, agentDir)
+			d, err := extensionDir(a, dir, agentDir)
 			if err != nil {
 				return err
 			}
@@ -89,11 +91,17 @@ JSON lines on stdin/stdout, for the life of the Pi process).`,
 	return cmd
 }
 
-func extensionDir(dir, agentDir string) (string, error) {
+func extensionDir(a *app, dir, agentDir string) (string, error) {
 	if dir != "" {
 		return filepath.Abs(dir)
 	}
-	return pibridge.DefaultDir(agentDir)
+	// Resolved here so the agent dir comes from the app's environment;
+	// DefaultDir reads no variable when given one.
+	resolved, err := profiles.AgentDir(agentDir, a.getenv, a.home())
+	if err != nil {
+		return "", fmt.Errorf("locate Pi agent dir: %w", err)
+	}
+	return pibridge.DefaultDir(resolved)
 }
 
 // newPiPlanCmd is the extension's startup call; it always prints a plan so
@@ -127,7 +135,7 @@ func newPiPlanCmd(a *app) *cobra.Command {
 					}
 				}
 			case "sub":
-				c, err := openSubChannel()
+				c, err := openSubChannel(a)
 				if err != nil {
 					plan = pibridge.Plan{Role: "sub", Error: err.Error()}
 					break
@@ -145,10 +153,10 @@ func newPiPlanCmd(a *app) *cobra.Command {
 			return enc.Encode(plan)
 		},
 	}
-	src.register(cmd)
+	src.register(a, cmd)
 	cmd.Flags().StringVar(&role, "role", "main", "main or sub")
 	cmd.Flags().StringVar(&profile, "profile", "", "startup profile of a Main (pi --profile)")
-	cmd.Flags().StringVar(&manifest, "manifest", os.Getenv("FACETS_MANIFEST"), "frozen manifest from facets compile --out (default $FACETS_MANIFEST; if unset, compile the sources now)")
+	cmd.Flags().StringVar(&manifest, "manifest", a.getenv(envvar.Manifest), "frozen manifest from facets compile --out (default $"+envvar.Manifest+"; if unset, compile the sources now)")
 	return cmd
 }
 
@@ -176,9 +184,9 @@ func newPiServeCmd(a *app) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts := pibridge.ServeOptions{Role: role, Root: channel.RuntimeRoot(), MainSession: mainSession}
+			opts := pibridge.ServeOptions{Role: role, Root: channel.RuntimeRoot(a.getenv), MainSession: mainSession}
 			if role == "sub" {
-				dir, token, err := subChannelEnv()
+				dir, token, err := subChannelEnv(a)
 				if err != nil {
 					return err
 				}
@@ -194,23 +202,23 @@ func newPiServeCmd(a *app) *cobra.Command {
 
 // subChannelEnv reads the Sub's channel and token from the launch
 // environment; the token comes from a file so it never sits on a command line.
-func subChannelEnv() (dir, token string, err error) {
-	dir = os.Getenv("PI_FACETS_CHANNEL")
+func subChannelEnv(a *app) (dir, token string, err error) {
+	dir = a.getenv(envvar.Channel)
 	if dir == "" {
-		return "", "", errors.New("PI_FACETS_CHANNEL is missing in Sub Pi.")
+		return "", "", errors.New(envvar.Channel + " is missing in Sub Pi.")
 	}
-	token, err = channel.ReadToken(os.Getenv("PI_FACETS_TOKEN_FILE"), os.Getenv("PI_FACETS_TOKEN"))
+	token, err = channel.ReadToken(a.getenv(envvar.TokenFile), a.getenv(envvar.Token))
 	switch {
 	case errors.Is(err, channel.ErrNoToken):
-		return "", "", errors.New("PI_FACETS_TOKEN_FILE is missing in Sub Pi.")
+		return "", "", errors.New(envvar.TokenFile + " is missing in Sub Pi.")
 	case err != nil:
 		return "", "", fmt.Errorf("Sub capability token: %w", err)
 	}
 	return dir, token, nil
 }
 
-func openSubChannel() (*channel.Channel, error) {
-	dir, token, err := subChannelEnv()
+func openSubChannel(a *app) (*channel.Channel, error) {
+	dir, token, err := subChannelEnv(a)
 	if err != nil {
 		return nil, err
 	}

@@ -8,28 +8,28 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/facets-dev/facets/internal/envvar"
 	"github.com/facets-dev/facets/runtime/launch"
 	"github.com/facets-dev/facets/runtime/pibridge"
 )
 
-func runPiCLI(t *testing.T, args ...string) (int, string, string) {
+func runPiCLI(t *testing.T, env map[string]string, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code := Main(args, strings.NewReader(""), &out, &errb)
-	return code, out.String(), errb.String()
+	return runApp(t, env, "", args...)
 }
 
 func TestPiExtensionPathAndInstall(t *testing.T) {
+	t.Parallel()
 	agent := t.TempDir()
-	t.Setenv("PI_CODING_AGENT_DIR", agent)
+	env := map[string]string{envvar.AgentDir: agent}
 	want := filepath.Join(agent, "extensions", "facets", "index.ts")
-	if code, out, errs := runPiCLI(t, "pi-extension", "--path"); code != 0 || out != want+"\n" {
+	if code, out, errs := runPiCLI(t, env, "pi-extension", "--path"); code != 0 || out != want+"\n" {
 		t.Fatalf("--path = %d %q %q, want %q", code, out, errs, want)
 	}
 	if _, err := os.Stat(want); err == nil {
 		t.Fatalf("--path wrote the extension")
 	}
-	code, out, errs := runPiCLI(t, "pi-extension", "install")
+	code, out, errs := runPiCLI(t, env, "pi-extension", "install")
 	if code != 0 || out != want+"\n" {
 		t.Fatalf("install = %d %q %q", code, out, errs)
 	}
@@ -54,17 +54,18 @@ func TestPiExtensionPathAndInstall(t *testing.T) {
 	}
 
 	dir := filepath.Join(t.TempDir(), "ext")
-	if code, out, _ := runPiCLI(t, "pi-extension", "install", "--dir", dir); code != 0 || out != filepath.Join(dir, "index.ts")+"\n" {
+	if code, out, _ := runPiCLI(t, env, "pi-extension", "install", "--dir", dir); code != 0 || out != filepath.Join(dir, "index.ts")+"\n" {
 		t.Fatalf("install --dir = %d %q", code, out)
 	}
-	if code, out, _ := runPiCLI(t, "pi-extension", "--path", "--dir", dir); code != 0 || out != filepath.Join(dir, "index.ts")+"\n" {
+	if code, out, _ := runPiCLI(t, env, "pi-extension", "--path", "--dir", dir); code != 0 || out != filepath.Join(dir, "index.ts")+"\n" {
 		t.Fatalf("--path --dir = %d %q", code, out)
 	}
 }
 
 func TestPiExtensionPlan(t *testing.T) {
+	t.Parallel()
 	agent := t.TempDir()
-	t.Setenv("PI_CODING_AGENT_DIR", agent)
+	env := map[string]string{envvar.AgentDir: agent}
 	p := filepath.Join(agent, "facets", "profiles", "reviewer", "config.json")
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
@@ -72,7 +73,7 @@ func TestPiExtensionPlan(t *testing.T) {
 	if err := os.WriteFile(p, []byte(`{"version":1,"name":"reviewer","tools":["read"],"model":"mock/m","instructions":"Only read."}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errs := runPiCLI(t, "pi-extension", "plan", "--role", "main", "-C", t.TempDir(), "--no-trust", "--profile", "reviewer")
+	code, out, errs := runPiCLI(t, env, "pi-extension", "plan", "--role", "main", "-C", t.TempDir(), "--no-trust", "--profile", "reviewer")
 	if code != 0 {
 		t.Fatalf("plan = %d %s", code, errs)
 	}
@@ -84,12 +85,11 @@ func TestPiExtensionPlan(t *testing.T) {
 		t.Errorf("plan = %+v", plan)
 	}
 
-	t.Setenv("PI_FACETS_CHANNEL", "")
-	code, out, _ = runPiCLI(t, "pi-extension", "plan", "--role", "sub")
+	code, out, _ = runPiCLI(t, env, "pi-extension", "plan", "--role", "sub")
 	if code != 0 || !strings.Contains(out, `"error":"PI_FACETS_CHANNEL is missing in Sub Pi."`) {
 		t.Errorf("sub plan without a channel = %d %s", code, out)
 	}
-	if code, _, _ := runPiCLI(t, "pi-extension", "plan", "--role", "boss"); code != exitUsage {
+	if code, _, _ := runPiCLI(t, env, "pi-extension", "plan", "--role", "boss"); code != exitUsage {
 		t.Errorf("plan --role boss exit = %d, want %d", code, exitUsage)
 	}
 }
@@ -98,10 +98,10 @@ func TestPiExtensionPlan(t *testing.T) {
 // Sub; the plan hands the extension the task from the channel manifest to
 // replace it with.
 func TestSubPlanCarriesTheTask(t *testing.T) {
+	t.Parallel()
 	c := newCLIChannel(t)
-	t.Setenv("PI_FACETS_CHANNEL", c.Dir())
-	t.Setenv("PI_FACETS_TOKEN_FILE", tokenFile(t, c.Manifest().Token))
-	code, out, errs := runPiCLI(t, "pi-extension", "plan", "--role", "sub")
+	env := map[string]string{envvar.Channel: c.Dir(), envvar.TokenFile: tokenFile(t, c.Manifest().Token)}
+	code, out, errs := runPiCLI(t, env, "pi-extension", "plan", "--role", "sub")
 	if code != 0 {
 		t.Fatalf("plan = %d %s", code, errs)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/facets-dev/facets/internal/envvar"
+
 	"cuelang.org/go/cue/cuecontext"
 	cueyaml "cuelang.org/go/encoding/yaml"
 )
@@ -87,14 +89,14 @@ func TestPreCommitHook(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			repo := t.TempDir()
-			t.Setenv("PI_CODING_AGENT_DIR", filepath.Join(repo, "no-agent"))
+			env := map[string]string{envvar.AgentDir: filepath.Join(repo, "no-agent")}
 			p := filepath.Join(repo, ".pi", "facets", "profiles", "p", "config.json")
 			os.MkdirAll(filepath.Dir(p), 0o755)
 			if err := os.WriteFile(p, []byte(tc.config), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			t.Chdir(repo)
-			code, out, errOut := runCLI(t, "", argv[1:]...)
+			code, out, errOut := runApp(t, env, "", argv[1:]...)
 			if code != tc.want {
 				t.Errorf("%s: exit %d, want %d\nstdout: %s\nstderr: %s", h.Entry, code, tc.want, out, errOut)
 			}

@@ -40,6 +40,6 @@ sorted by name, followed by any diagnostics, like Pi's /profiles command.`,
 			return nil
 		},
 	}
-	src.register(cmd)
+	src.register(a, cmd)
 	return cmd
 }

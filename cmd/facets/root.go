@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/facets-dev/facets/internal/envvar"
 	"github.com/facets-dev/facets/internal/termesc"
 )
 
@@ -20,12 +22,18 @@ const (
 // version is overridden at link time with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
 
-// app carries the streams every command writes to, so tests can run the
-// whole CLI in process without global state.
+// app carries the streams every command writes to and the environment it
+// reads, so tests can run the whole CLI in process without global state.
 type app struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+	// getenv reads one variable (names in internal/envvar); Main passes
+	// os.Getenv, tests a map's lookup.
+	getenv func(string) string
+	// environ is the environment of the herdr processes facets starts; nil
+	// means this process's own.
+	environ []string
 }
 
 // errDiagnostics signals that diagnostics were already printed and the
@@ -40,7 +48,11 @@ func (e usageError) Unwrap() error { return e.err }
 
 // Main runs the facets CLI and returns its exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	return (&app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}).run(args)
+}
+
+// run runs the CLI with args and returns its exit code.
+func (a *app) run(args []string) int {
 	root := newRootCmd(a)
 	root.SetArgs(args)
 	err := root.Execute()
@@ -50,7 +62,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case errors.Is(err, errDiagnostics):
 		return exitDiagnostics
 	default:
-		fmt.Fprintf(stderr, "facets: %s\n", termesc.Escape(err.Error()))
+		fmt.Fprintf(a.stderr, "facets: %s\n", termesc.Escape(err.Error()))
 		return exitUsage
 	}
 }
@@ -87,3 +99,6 @@ func newRootCmd(a *app) *cobra.Command {
 	)
 	return root
 }
+
+// home is the user's home directory, as os.UserHomeDir finds it on Unix.
+func (a *app) home() string { return a.getenv(envvar.Home) }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/herdr"
+	"github.com/facets-dev/facets/internal/envvar"
 	"github.com/facets-dev/facets/internal/termesc"
 	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
@@ -33,16 +34,18 @@ type runFlags struct {
 	agentDir    string
 	format      string
 	herdrBin    string
+	app         *app
 }
 
-func (f *runFlags) register(cmd *cobra.Command) {
+func (f *runFlags) register(a *app, cmd *cobra.Command) {
+	f.app = a
 	fl := cmd.Flags()
-	fl.StringVar(&f.mainSession, "main-session", os.Getenv("PI_FACETS_MAIN_SESSION"), "Main Pi session id (default $PI_FACETS_MAIN_SESSION)")
-	fl.StringVar(&f.stateDir, "state-dir", os.Getenv("FACETS_STATE_DIR"), "where runs and bindings are kept (default $FACETS_STATE_DIR or <agent-dir>/facets/state)")
+	fl.StringVar(&f.mainSession, "main-session", a.getenv(envvar.MainSession), "Main Pi session id (default $"+envvar.MainSession+")")
+	fl.StringVar(&f.stateDir, "state-dir", a.getenv(envvar.StateDir), "where runs and bindings are kept (default $"+envvar.StateDir+" or <agent-dir>/facets/state)")
 	fl.StringVar(&f.runtimeDir, "runtime-dir", "", "channel root (default $XDG_RUNTIME_DIR/pi-facets-<uid>)")
 	fl.StringVar(&f.agentDir, "agent-dir", "", "Pi agent dir (default $PI_CODING_AGENT_DIR or ~/.pi/agent)")
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")
-	fl.StringVar(&f.herdrBin, "herdr-bin", os.Getenv("FACETS_HERDR"), "the herdr executable (default $FACETS_HERDR, else $HERDR_BIN_PATH, which Herdr sets in its panes, else herdr on PATH)")
+	fl.StringVar(&f.herdrBin, "herdr-bin", a.getenv(envvar.HerdrBin), "the herdr executable (default $"+envvar.HerdrBin+", else $"+envvar.HerdrBinPath+", which Herdr sets in its panes, else herdr on PATH)")
 }
 
 func (f *runFlags) validate() error {
@@ -53,7 +56,7 @@ func (f *runFlags) validate() error {
 }
 
 // errNoMainSession names both ways to say which Main a command acts for.
-var errNoMainSession = errors.New("Facets is not attached to an active Main session: pass --main-session ID or set $PI_FACETS_MAIN_SESSION (the Pi extension sets it for the commands it runs)")
+var errNoMainSession = errors.New("Facets is not attached to an active Main session: pass --main-session ID or set $" + envvar.MainSession + " (the Pi extension sets it for the commands it runs)")
 
 // requireMain fails like any refused operation when no Main session is
 // known, before the runtime is asked.
@@ -69,8 +72,7 @@ func (f *runFlags) runtime(bridge string) (*subs.Runtime, error) {
 	if err := f.validate(); err != nil {
 		return nil, err
 	}
-	home, _ := os.UserHomeDir()
-	agentDir, err := profiles.AgentDir(f.agentDir, os.Getenv, home)
+	agentDir, err := profiles.AgentDir(f.agentDir, f.app.getenv, f.app.home())
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -80,10 +82,10 @@ func (f *runFlags) runtime(bridge string) (*subs.Runtime, error) {
 	}
 	root := f.runtimeDir
 	if root == "" {
-		root = channel.RuntimeRoot()
+		root = channel.RuntimeRoot(f.app.getenv)
 	}
 	return &subs.Runtime{
-		Surface:     &herdr.CLI{Runner: herdr.ExecRunner{Path: herdr.BinaryPath(f.herdrBin, os.Getenv)}, Getenv: os.Getenv},
+		Surface:     herdr.NewCLI(herdr.BinaryPath(f.herdrBin, f.app.getenv), f.app.getenv, f.app.environ),
 		Store:       subs.Store{Dir: state},
 		ChannelRoot: root,
 		Bridge:      bridge,
@@ -182,10 +184,11 @@ type manifestFlags struct {
 	src      sourceFlags
 }
 
-func (f *manifestFlags) register(cmd *cobra.Command) {
+func (f *manifestFlags) register(a *app, cmd *cobra.Command) {
+	f.src.getenv, f.src.home = a.getenv, a.home()
 	fl := cmd.Flags()
-	fl.StringVar(&f.manifest, "manifest", os.Getenv("FACETS_MANIFEST"), "frozen manifest from facets compile --out (default $FACETS_MANIFEST; if unset, compile the sources now)")
-	fl.StringVar(&f.bridge, "bridge", os.Getenv("FACETS_PI_BRIDGE"), "absolute path of the Facets Pi bridge extension (default $FACETS_PI_BRIDGE)")
+	fl.StringVar(&f.manifest, "manifest", a.getenv(envvar.Manifest), "frozen manifest from facets compile --out (default $"+envvar.Manifest+"; if unset, compile the sources now)")
+	fl.StringVar(&f.bridge, "bridge", a.getenv(envvar.PiBridge), "absolute path of the Facets Pi bridge extension (default $"+envvar.PiBridge+")")
 	// The compile flags of sourceFlags, except that the Main's cwd is
 	// --main-cwd: --cwd is the Sub's working directory here.
 	fl.StringVar(&f.src.cwd, "main-cwd", ".", "working directory of the Main Pi (when compiling)")
@@ -201,7 +204,7 @@ func (f *manifestFlags) register(cmd *cobra.Command) {
 // load returns the manifest and the absolute bridge path.
 func (f *manifestFlags) load(run *runFlags, profile string) (*manifest.Manifest, string, error) {
 	if f.bridge == "" {
-		return nil, "", usageError{errors.New("no Pi bridge: pass --bridge or set FACETS_PI_BRIDGE")}
+		return nil, "", usageError{errors.New("no Pi bridge: pass --bridge or set " + envvar.PiBridge)}
 	}
 	bridge, err := filepath.Abs(f.bridge)
 	if err != nil {
@@ -210,7 +213,7 @@ func (f *manifestFlags) load(run *runFlags, profile string) (*manifest.Manifest,
 	// A Sub started with a missing -e file would come up without Facets and
 	// never answer; refuse before anything is launched.
 	if fi, err := os.Stat(bridge); err != nil || !fi.Mode().IsRegular() {
-		return nil, "", usageError{fmt.Errorf("Pi bridge %s is not a file: run facets pi-extension install, then pass --bridge \"$(facets pi-extension --path)\" or set FACETS_PI_BRIDGE to it", f.bridge)}
+		return nil, "", usageError{fmt.Errorf("Pi bridge %s is not a file: run facets pi-extension install, then pass --bridge \"$(facets pi-extension --path)\" or set %s to it", f.bridge, envvar.PiBridge)}
 	}
 	if f.manifest != "" {
 		m, err := manifest.LoadManifest(f.manifest)
@@ -331,8 +334,8 @@ queued (plus "messageId" when queued); "text" is the notification line
 			return d.Text(), d, err
 		})
 	}
-	rf.register(cmd)
-	mf.register(cmd)
+	rf.register(a, cmd)
+	mf.register(a, cmd)
 	fl := cmd.Flags()
 	if invoke {
 		fl.StringVar(&req.Profile, "profile", "", "profile to invoke (required)")
@@ -381,7 +384,7 @@ prefix). Queuing is not acceptance; the Sub acknowledges it later.
 			return rf.result(a, m.Text(), m)
 		},
 	}
-	rf.register(cmd)
+	rf.register(a, cmd)
 	cmd.Flags().StringVar(&runID, "run", "", "run id or unique prefix (required)")
 	cmd.Flags().StringVar(&message, "message", "", "the message (default: read stdin)")
 	cmd.MarkFlagRequired("run")
@@ -414,7 +417,7 @@ that turn is over, so a late interrupt cannot cancel later work.
 			return rf.result(a, i.Text(), i)
 		},
 	}
-	rf.register(cmd)
+	rf.register(a, cmd)
 	cmd.Flags().StringVar(&runID, "run", "", "run id or unique prefix (required)")
 	cmd.MarkFlagRequired("run")
 	return cmd
@@ -450,7 +453,7 @@ Sub messages keep the channel ("retained") without holding a slot.
 			return rf.result(a, c.Text(), c)
 		},
 	}
-	rf.register(cmd)
+	rf.register(a, cmd)
 	cmd.Flags().StringVar(&runID, "run", "", "run id or unique prefix (required)")
 	cmd.Flags().StringVar(&reason, "reason", "", "reason recorded in close.json (default: "+subs.DefaultCloseReason+")")
 	cmd.MarkFlagRequired("run")
@@ -490,7 +493,7 @@ unknown when Herdr cannot report it.
 			return rf.result(a, l.Text(), l)
 		},
 	}
-	rf.register(cmd)
+	rf.register(a, cmd)
 	cmd.Flags().BoolVar(&all, "all", false, "also list idle and unknown ephemeral Subs")
 	return cmd
 }

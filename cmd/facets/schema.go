@@ -33,7 +33,7 @@ validation. --cue prints the CUE source instead.`,
 				return usageError{fmt.Errorf("--install writes the profile schema; drop --def %s", def)}
 			}
 			if install {
-				w, err := sf.where()
+				w, err := sf.where(a)
 				if err != nil {
 					return err
 				}

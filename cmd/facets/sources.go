@@ -9,6 +9,7 @@ import (
 
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/envvar"
 	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 )
@@ -22,33 +23,35 @@ type sourceFlags struct {
 	noTrust      bool
 	rolePacks    []string
 	bundledRoles string
+	getenv       func(string) string
+	home         string
 }
 
-func (f *sourceFlags) register(cmd *cobra.Command) {
+func (f *sourceFlags) register(a *app, cmd *cobra.Command) {
+	f.getenv, f.home = a.getenv, a.home()
 	fl := cmd.Flags()
 	fl.StringVarP(&f.cwd, "cwd", "C", ".", "working directory the Main Pi starts in; project scopes are its ancestors")
 	fl.StringVar(&f.agentDir, "agent-dir", "", "Pi agent dir (default $PI_CODING_AGENT_DIR or ~/.pi/agent)")
 	fl.BoolVar(&f.trust, "trust", false, "treat the project as trusted, overriding Pi's trust settings")
 	fl.BoolVar(&f.noTrust, "no-trust", false, "treat the project as untrusted, overriding Pi's trust settings")
-	fl.StringArrayVar(&f.rolePacks, "role-pack", nil, "absolute path of a registered role pack (.md file or directory); repeatable; adds to $FACETS_ROLE_PACKS")
-	fl.StringVar(&f.bundledRoles, "bundled-roles", "", "directory of the host package's bundled roles (default $FACETS_BUNDLED_ROLES)")
+	fl.StringArrayVar(&f.rolePacks, "role-pack", nil, "absolute path of a registered role pack (.md file or directory); repeatable; adds to $"+envvar.RolePacks)
+	fl.StringVar(&f.bundledRoles, "bundled-roles", "", "directory of the host package's bundled roles (default $"+envvar.BundledRoles+")")
 	cmd.MarkFlagsMutuallyExclusive("trust", "no-trust")
 }
 
 // options turns the flags and environment into compiler options.
 func (f *sourceFlags) options() (compiler.Options, error) {
-	home, _ := os.UserHomeDir()
-	getenv := os.Getenv
+	getenv := f.getenv
 	if f.agentDir != "" {
 		dir := f.agentDir
 		getenv = func(k string) string {
-			if k == "PI_CODING_AGENT_DIR" {
+			if k == envvar.AgentDir {
 				return dir
 			}
-			return os.Getenv(k)
+			return f.getenv(k)
 		}
 	}
-	env, err := profiles.NewEnv(getenv, home, f.cwd)
+	env, err := profiles.NewEnv(getenv, f.home, f.cwd)
 	if err != nil {
 		return compiler.Options{}, err
 	}
@@ -65,7 +68,7 @@ func (f *sourceFlags) options() (compiler.Options, error) {
 	}
 	opts := compiler.Options{Env: env, BundledRoles: f.bundledRoles}
 	if opts.BundledRoles == "" {
-		opts.BundledRoles = os.Getenv("FACETS_BUNDLED_ROLES")
+		opts.BundledRoles = f.getenv(envvar.BundledRoles)
 	}
 	switch {
 	case f.trust:
@@ -75,7 +78,7 @@ func (f *sourceFlags) options() (compiler.Options, error) {
 		t := false
 		opts.TrustFlag = &t
 	}
-	opts.RolePacks = append(compiler.SplitRolePacks(os.Getenv("FACETS_ROLE_PACKS")), f.rolePacks...)
+	opts.RolePacks = append(compiler.SplitRolePacks(f.getenv(envvar.RolePacks)), f.rolePacks...)
 	return opts, nil
 }
 

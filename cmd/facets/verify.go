@@ -8,6 +8,7 @@ import (
 
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/envvar"
 )
 
 func newVerifyCmd(a *app) *cobra.Command {
@@ -40,9 +41,9 @@ malformed manifest).`,
 			opts := compiler.Options{BundledRoles: bundledRoles}
 			opts.Env.Home = home
 			if opts.BundledRoles == "" {
-				opts.BundledRoles = os.Getenv("FACETS_BUNDLED_ROLES")
+				opts.BundledRoles = a.getenv(envvar.BundledRoles)
 			}
-			opts.RolePacks = append(compiler.SplitRolePacks(os.Getenv("FACETS_ROLE_PACKS")), rolePacks...)
+			opts.RolePacks = append(compiler.SplitRolePacks(a.getenv(envvar.RolePacks)), rolePacks...)
 			schema, err := cue.Load()
 			if err != nil {
 				return err
@@ -65,7 +66,7 @@ malformed manifest).`,
 		},
 	}
 	cmd.Flags().StringVar(&rep.format, "format", compiler.FormatText, "diagnostic format: text, json or github")
-	cmd.Flags().StringArrayVar(&rolePacks, "role-pack", nil, "absolute path of a role pack the manifest was compiled with; repeatable; adds to $FACETS_ROLE_PACKS")
-	cmd.Flags().StringVar(&bundledRoles, "bundled-roles", "", "bundled roles directory the manifest was compiled with (default $FACETS_BUNDLED_ROLES)")
+	cmd.Flags().StringArrayVar(&rolePacks, "role-pack", nil, "absolute path of a role pack the manifest was compiled with; repeatable; adds to $"+envvar.RolePacks)
+	cmd.Flags().StringVar(&bundledRoles, "bundled-roles", "", "bundled roles directory the manifest was compiled with (default $"+envvar.BundledRoles+")")
 	return cmd
 }

@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"time"
 	"unicode"
+
+	"github.com/facets-dev/facets/internal/envvar"
 )
 
 const (
@@ -1151,7 +1153,7 @@ func logCall(dir string, args []string) error {
 	rec := callRecord{Argv: append([]string{}, args...), Env: map[string]string{}}
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "HERDR_") || strings.HasPrefix(k, "PI_FACETS_") {
+		if strings.HasPrefix(k, "HERDR_") || strings.HasPrefix(k, envvar.PiPrefix) {
 			rec.Env[k] = v
 		}
 	}

@@ -11,11 +11,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/facets-dev/facets/internal/envvar"
 )
 
 // EnvVar is the environment variable that makes tests rewrite their golden
 // files instead of comparing with them.
-const EnvVar = "FACETS_UPDATE"
+const EnvVar = envvar.Update
 
 // Update reports whether golden files are to be rewritten (FACETS_UPDATE=1).
 func Update() bool { return os.Getenv(EnvVar) == "1" }

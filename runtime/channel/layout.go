@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/facets-dev/facets/internal/envvar"
 )
 
 // Direction names one inbox of a channel; each direction has exactly one writer.
@@ -52,11 +54,11 @@ const (
 	maxControlBytes  = 64 << 10
 )
 
-// RuntimeRoot returns $XDG_RUNTIME_DIR/pi-facets-<uid>, falling back to the
-// OS temp dir when XDG_RUNTIME_DIR is unset, so a Main and its Subs (and
-// TypeScript Facets) agree on the root without configuration.
-func RuntimeRoot() string {
-	base := os.Getenv("XDG_RUNTIME_DIR")
+// RuntimeRoot returns $XDG_RUNTIME_DIR/pi-facets-<uid>, with the variable
+// read through getenv, falling back to the OS temp dir when it is unset, as
+// the TypeScript Facets does, so both agree on the root without configuration.
+func RuntimeRoot(getenv func(string) string) string {
+	base := getenv(envvar.XDGRuntimeDir)
 	if base == "" {
 		base = os.TempDir()
 	}

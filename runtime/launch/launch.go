@@ -10,16 +10,14 @@ import (
 	"strings"
 
 	"github.com/facets-dev/facets/herdr"
+	"github.com/facets-dev/facets/internal/envvar"
 	"github.com/facets-dev/facets/manifest"
 )
 
-// Environment variables a Sub Pi is started with. The capability token
-// itself never travels here: OpenTab adds PI_FACETS_TOKEN_FILE.
-const (
-	RoleEnv    = "PI_FACETS_ROLE"
-	ChannelEnv = "PI_FACETS_CHANNEL"
-	RoleSub    = "sub"
-)
+// RoleSub is the value of envvar.Role, with envvar.Channel, in a Sub Pi's
+// environment. The capability token itself never travels here:
+// OpenTab adds envvar.TokenFile.
+const RoleSub = "sub"
 
 // BuiltinExtensions are loaded into every Sub because --no-extensions turns
 // off Pi's built-in codemode, tool search and MCP support too.
@@ -99,7 +97,7 @@ func (s Spec) Args() []string {
 // Env returns the tab environment Facets sets itself; OpenTab appends
 // PI_FACETS_TOKEN_FILE so the token stays off every command line.
 func Env(channelDir string) []herdr.EnvVar {
-	return []herdr.EnvVar{{Name: RoleEnv, Value: RoleSub}, {Name: ChannelEnv, Value: channelDir}}
+	return []herdr.EnvVar{{Name: envvar.Role, Value: RoleSub}, {Name: envvar.Channel, Value: channelDir}}
 }
 
 // SessionName is the Sub's --name: "[sub] <title>" or, for user-invoked

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/facets-dev/facets/herdr"
+	"github.com/facets-dev/facets/internal/envvar"
 )
 
 // TabRequest is everything needed to open a Sub in a new tab.
@@ -63,12 +64,12 @@ func OpenTab(ctx context.Context, s herdr.Surface, req TabRequest) (herdr.Handle
 	}
 	env := make([]herdr.EnvVar, 0, len(req.Env)+1)
 	for _, v := range req.Env {
-		if v.Name == herdr.TokenEnv || v.Name == herdr.TokenFileEnv {
+		if v.Name == envvar.Token || v.Name == envvar.TokenFile {
 			return herdr.Handle{}, fmt.Errorf("herdr launch: %w: %s must not be set in Env", herdr.ErrSecretOnArgv, v.Name)
 		}
 		env = append(env, v)
 	}
-	env = append(env, herdr.EnvVar{Name: herdr.TokenFileEnv, Value: req.TokenFile})
+	env = append(env, herdr.EnvVar{Name: envvar.TokenFile, Value: req.TokenFile})
 
 	h, err := s.CreateTab(ctx, herdr.TabSpec{Cwd: req.Cwd, Title: req.Title, Env: env})
 	if h.TabID == "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/facets-dev/facets/herdr"
+	"github.com/facets-dev/facets/internal/envvar"
 	"github.com/facets-dev/facets/internal/golden"
 	"github.com/facets-dev/facets/internal/herdrtest"
 )
@@ -170,10 +171,10 @@ func TestLaunchRefusesSecretsAndUnsafeTokenFiles(t *testing.T) {
 	f := newFixture(t)
 	cases := map[string]func(*TabRequest){
 		"token in env": func(r *TabRequest) {
-			r.Env = append(r.Env, herdr.EnvVar{Name: herdr.TokenEnv, Value: "secret"})
+			r.Env = append(r.Env, herdr.EnvVar{Name: envvar.Token, Value: "secret"})
 		},
 		"token file in env": func(r *TabRequest) {
-			r.Env = append(r.Env, herdr.EnvVar{Name: herdr.TokenFileEnv, Value: "/elsewhere"})
+			r.Env = append(r.Env, herdr.EnvVar{Name: envvar.TokenFile, Value: "/elsewhere"})
 		},
 		"no token file":       func(r *TabRequest) { r.TokenFile = "" },
 		"relative token file": func(r *TabRequest) { r.TokenFile = "token" },
@@ -196,9 +197,9 @@ func TestLaunchRefusesSecretsAndUnsafeTokenFiles(t *testing.T) {
 	if calls := f.Calls(); len(calls) != 0 {
 		t.Errorf("refused launches still ran herdr: %v", f.Commands())
 	}
-	_, err := f.cli.CreateTab(context.Background(), herdr.TabSpec{Cwd: "/", Env: []herdr.EnvVar{{Name: herdr.TokenEnv, Value: "x"}}})
+	_, err := f.cli.CreateTab(context.Background(), herdr.TabSpec{Cwd: "/", Env: []herdr.EnvVar{{Name: envvar.Token, Value: "x"}}})
 	if !errors.Is(err, herdr.ErrSecretOnArgv) {
-		t.Errorf("CreateTab with %s: err = %v, want herdr.ErrSecretOnArgv", herdr.TokenEnv, err)
+		t.Errorf("CreateTab with %s: err = %v, want herdr.ErrSecretOnArgv", envvar.Token, err)
 	}
 }
 
