@@ -8,46 +8,52 @@ import (
 	"testing"
 
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/benchtree"
 	"github.com/facets-dev/facets/profiles"
 )
 
-// writeBenchTree generates n directory profiles (each with instructions.md
-// and a private skill) and n roles under root/agent, the shape of a large
-// real setup. FACETS_BENCH_TREE keeps the tree at that path for comparing
-// with `cue vet`.
+// writeBenchTree generates n profiles and n roles (see benchtree.Write).
+// FACETS_BENCH_TREE keeps the tree at that path for comparing with
+// `cue vet`.
 func writeBenchTree(tb testing.TB, n int) string {
 	tb.Helper()
 	root := os.Getenv("FACETS_BENCH_TREE")
 	if root == "" {
 		root = tb.TempDir()
 	}
-	write := func(rel, data string) {
-		p := filepath.Join(root, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			tb.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			tb.Fatal(err)
-		}
+	if err := benchtree.Write(root, n); err != nil {
+		tb.Fatal(err)
 	}
-	for i := range n {
-		name := fmt.Sprintf("profile-%04d", i)
-		write(fmt.Sprintf("agent/facets/profiles/%s/config.json", name), fmt.Sprintf(`{
-  "version": 1,
-  "name": %q,
-  "description": "Generated profile %d for benchmarks",
-  "model": "anthropic/claude-sonnet-4-5",
-  "thinkingLevel": "high",
-  "sessionPersistence": "persistent",
-  "tools": ["read", "grep", "find", "ls", "bash"]
-}
-`, name, i))
-		write(fmt.Sprintf("agent/facets/profiles/%s/instructions.md", name), "Review only; report findings with file and line.\n")
-		write(fmt.Sprintf("agent/facets/profiles/%s/skills/check/SKILL.md", name), "---\nname: check\ndescription: a private skill\n---\nbody\n")
-		write(fmt.Sprintf("agent/agents/role-%04d.md", i), fmt.Sprintf("---\nname: role-%04d\ndescription: Generated role %d\nmodel: anthropic/claude-sonnet-4-5\nthinking: high\ntools: read, bash\nspawning: false\n---\nYou are a generated role.\n", i, i))
-	}
-	write("agent/facets/MAIN.md", "Route reviews to profile-0000.\n")
 	return root
+}
+
+// BenchmarkCheck measures what facets check does (a compile without
+// encoding) over n generated profiles and n roles, cold: a fresh schema
+// every iteration, as in a new process.
+func BenchmarkCheck(b *testing.B) {
+	for _, n := range []int{10, 100, 1000, 10000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			root := writeBenchTree(b, n)
+			env, err := profiles.NewEnv(func(string) string { return filepath.Join(root, "agent") }, filepath.Join(root, "home"), root)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				schema, err := cue.Load()
+				if err != nil {
+					b.Fatal(err)
+				}
+				m, ds, err := Compile(schema, Options{Env: env})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(m.Profiles) != n || len(m.Roles) != n || HasErrors(ds) {
+					b.Fatalf("got %d profiles, %d roles, diagnostics %v", len(m.Profiles), len(m.Roles), ds)
+				}
+			}
+		})
+	}
 }
 
 // BenchmarkCompile1000 measures a full compile (which is also what check

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# bench-vs-cue.sh: time `facets check` and `cue vet` on the same generated
+# tree (N profiles + N roles; cue vet sees the N config.json files against
+# #Profile from `facets schema --cue`), interleaved run by run so machine
+# load hits both alike, and print medians, the ratio and peak RSS.
+#
+# usage: scripts/bench-vs-cue.sh [N=1000] [RUNS=7]
+set -euo pipefail
+
+n=${1:-1000}
+runs=${2:-7}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+echo "building facets and installing cue v0.17.1 into $work/bin ..." >&2
+(cd "$repo" && go build -o "$work/bin/facets" ./cmd/facets)
+GOBIN="$work/bin" GOFLAGS=-mod=mod go install cuelang.org/go/cmd/cue@v0.17.1
+(cd "$repo" && go run ./internal/benchtree/cmd "$work/tree" "$n")
+"$work/bin/facets" schema --cue >"$work/facets.cue"
+
+facets=("$work/bin/facets" check -C "$work/tree" --agent-dir "$work/tree/agent")
+cuevet=("$work/bin/cue" vet -d '#Profile' "$work/facets.cue")
+cuevet+=("$work"/tree/agent/facets/profiles/*/config.json)
+
+# measure CMD...: prints "wall_seconds cpu_seconds peak_rss_kib".
+if /usr/bin/time -f '' true 2>/dev/null; then
+	measure() {
+		/usr/bin/time -o "$work/t" -f '%e %U %S %M' "$@" >/dev/null 2>"$work/err" || { cat "$work/err" >&2; exit 1; }
+		awk '{printf "%.3f %.3f %d\n", $1, $2 + $3, $4}' "$work/t"
+	}
+else
+	# No GNU time: Go's os/exec reports wall, CPU and max RSS (getrusage).
+	cat >"$work/measure.go" <<'GO'
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+func main() {
+	cmd := exec.Command(os.Args[1], os.Args[2:]...)
+	cmd.Stderr = os.Stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	wall := time.Since(start).Seconds()
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	fmt.Printf("%.3f %.3f %d\n", wall, cpu.Seconds(), ru.Maxrss)
+}
+GO
+	go build -o "$work/measure" "$work/measure.go"
+	measure() { "$work/measure" "$@"; }
+fi
+
+# Warm the page cache and both binaries once; then alternate.
+measure "${facets[@]}" >/dev/null
+measure "${cuevet[@]}" >/dev/null
+: >"$work/facets.txt"
+: >"$work/cue.txt"
+for _ in $(seq "$runs"); do
+	measure "${facets[@]}" >>"$work/facets.txt"
+	measure "${cuevet[@]}" >>"$work/cue.txt"
+done
+
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+col() { awk -v c="$2" '{print $c}' "$1" | median; }
+fw=$(col "$work/facets.txt" 1) fc=$(col "$work/facets.txt" 2) fm=$(col "$work/facets.txt" 3)
+cw=$(col "$work/cue.txt" 1) cc=$(col "$work/cue.txt" 2) cm=$(col "$work/cue.txt" 3)
+echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "files: $n profiles + $n roles (cue vet: the $n config.json files), medians of $runs interleaved runs"
+printf '%-12s %8s %8s %10s\n' "" "wall s" "cpu s" "peak RSS"
+printf '%-12s %8s %8s %7d MiB\n' "facets check" "$fw" "$fc" $((fm / 1024))
+printf '%-12s %8s %8s %7d MiB\n' "cue vet" "$cw" "$cc" $((cm / 1024))
+awk -v a="$cw" -v b="$fw" -v c="$cc" -v d="$fc" 'BEGIN {printf "ratio cue vet / facets: wall %.1fx, cpu %.1fx\n", a / b, c / d}'
