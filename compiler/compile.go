@@ -101,12 +101,29 @@ func Compile(schema *cue.Schema, opts Options) (*Manifest, []Diagnostic, error) 
 		AgentDir: env.AgentDir,
 		Trust:    Trust{Trusted: trust.Trusted, Reason: trust.Reason, Path: trust.Path},
 	}
+	// Roles share nothing with profiles but the inputs, so they are
+	// discovered and validated meanwhile, with their own schema.
+	var roles []Role
+	var roleDiags []Diagnostic
+	var roleSources []Source
+	rolesDone := make(chan struct{})
+	runRoles := func(s *cue.Schema) {
+		defer close(rolesDone)
+		roles, roleDiags, roleSources = compileRoles(s, RoleInput{
+			BundledDir: opts.BundledRoles, Packs: opts.RolePacks,
+			AgentDir: env.AgentDir, Cwd: env.Cwd, Trusted: trust.Trusted, Workers: opts.Workers,
+		})
+	}
+	roleSchema, err := cue.Load()
+	if err == nil {
+		go runRoles(roleSchema)
+	}
 	m.Profiles = c.profiles(trust.Trusted)
 	m.Main = c.mainSections(trust.Trusted)
-	roles, roleDiags, roleSources := compileRoles(schema, RoleInput{
-		BundledDir: opts.BundledRoles, Packs: opts.RolePacks,
-		AgentDir: env.AgentDir, Cwd: env.Cwd, Trusted: trust.Trusted, Workers: opts.Workers,
-	})
+	if err != nil {
+		runRoles(schema)
+	}
+	<-rolesDone
 	m.Roles = roles
 	c.diags = append(c.diags, roleDiags...)
 	for _, s := range roleSources {
@@ -229,10 +246,28 @@ func (c *compilation) profiles(trusted bool) []Profile {
 		names = append(names, n)
 	}
 	slices.Sort(names)
+	// Resolving reads every skill; each profile is resolved on its own,
+	// in parallel, and merged in name order.
+	type resolved struct {
+		p       Profile
+		ok      bool
+		diags   []Diagnostic
+		sources map[string]string
+	}
+	done := make([]resolved, len(names))
+	forEachParallel(nil, len(names), c.workers, func(_ *cue.Schema, i int) {
+		local := &compilation{env: c.env, sources: map[string]string{}}
+		p, ok := local.resolve(effective[names[i]], trusted, shadowed[names[i]])
+		done[i] = resolved{p, ok, local.diags, local.sources}
+	})
 	var out []Profile
-	for _, n := range names {
-		if p, ok := c.resolve(effective[n], trusted, shadowed[n]); ok {
-			out = append(out, p)
+	for _, r := range done {
+		c.diags = append(c.diags, r.diags...)
+		for path, d := range r.sources {
+			c.sources[path] = d
+		}
+		if r.ok {
+			out = append(out, r.p)
 		}
 	}
 	return out
@@ -269,9 +304,12 @@ func forEachParallel(first *cue.Schema, n, limit int, fn func(s *cue.Schema, i i
 	workers := min(limit, 8, max(1, n/parallelMin))
 	schemas := []*cue.Schema{first}
 	for len(schemas) < workers {
-		s, err := cue.Load()
-		if err != nil {
-			break // the embedded schema loaded once already; run with fewer workers
+		var s *cue.Schema // fn gets none when the caller passed none
+		if first != nil {
+			var err error
+			if s, err = cue.Load(); err != nil {
+				break // run with fewer workers
+			}
 		}
 		schemas = append(schemas, s)
 	}

@@ -117,8 +117,17 @@ func (d *roleDiscovery) layerDir(layer, dir string, required bool) {
 			Hint:    "make it a readable directory of .md role files"})
 		return
 	}
-	for _, name := range names {
-		d.readRole(layer, filepath.Join(dir, name), packageIdentity{})
+	// Files are read in parallel and recorded in name order.
+	type read struct {
+		data []byte
+		p    *Problem
+	}
+	reads := make([]read, len(names))
+	forEach(len(names), func(i int) {
+		reads[i].data, reads[i].p = readRoleFile(filepath.Join(dir, names[i]))
+	})
+	for i, name := range names {
+		d.recordRole(layer, filepath.Join(dir, name), packageIdentity{}, reads[i].data, reads[i].p)
 	}
 }
 
@@ -224,9 +233,14 @@ func packageLabel(name, version string) string {
 // An unreadable file is still listed (with nil Data) so that the compiler
 // can keep it from silently falling back to a lower layer.
 func (d *roleDiscovery) readRole(layer, path string, id packageIdentity) {
+	data, p := readRoleFile(path)
+	d.recordRole(layer, path, id, data, p)
+}
+
+// recordRole adds a role file that readRoleFile read.
+func (d *roleDiscovery) recordRole(layer, path string, id packageIdentity, data []byte, p *Problem) {
 	stem := strings.TrimSuffix(filepath.Base(path), ".md")
 	rf := RoleFile{Layer: layer, Path: path, Stem: stem, Provider: id.name, ProviderVersion: id.version}
-	data, p := readRoleFile(path)
 	if p != nil {
 		p.Subject = stem
 		if layer == LayerPackage && id.name != "" {

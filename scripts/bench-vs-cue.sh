@@ -5,6 +5,7 @@
 # load hits both alike, and print medians, the ratio and peak RSS.
 #
 # usage: scripts/bench-vs-cue.sh [N=1000] [RUNS=7]
+# CUE=/path/to/cue skips the install (it must be v0.17.1).
 set -euo pipefail
 
 n=${1:-1000}
@@ -13,14 +14,19 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-echo "building facets and installing cue v0.17.1 into $work/bin ..." >&2
 (cd "$repo" && go build -o "$work/bin/facets" ./cmd/facets)
-GOBIN="$work/bin" GOFLAGS=-mod=mod go install cuelang.org/go/cmd/cue@v0.17.1
+cue=${CUE:-}
+if [ -z "$cue" ]; then
+	echo "installing cue v0.17.1 into $work/bin ..." >&2
+	GOBIN="$work/bin" GOFLAGS=-mod=mod go install cuelang.org/go/cmd/cue@v0.17.1
+	cue=$work/bin/cue
+fi
+"$cue" version | head -1 >&2
 (cd "$repo" && go run ./internal/benchtree/cmd "$work/tree" "$n")
 "$work/bin/facets" schema --cue >"$work/facets.cue"
 
 facets=("$work/bin/facets" check -C "$work/tree" --agent-dir "$work/tree/agent")
-cuevet=("$work/bin/cue" vet -d '#Profile' "$work/facets.cue")
+cuevet=("$cue" vet -d '#Profile' "$work/facets.cue")
 cuevet+=("$work"/tree/agent/facets/profiles/*/config.json)
 
 # measure CMD...: prints "wall_seconds cpu_seconds peak_rss_kib".
