@@ -236,11 +236,13 @@ func openNoBlock(path string) (*os.File, error) {
 // inline field"; anything else that is wrong invalidates the profile, with
 // no fallback to the inline text.
 func readInstructions(path, subject string) (*File, []Problem) {
-	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
 	b, probs := readLimited(path, MaxInstructionsBytes, subject, "instructions")
 	if len(probs) > 0 {
+		// Only now tell absent from a dangling symlink: most profiles
+		// have no instructions.md, and a stat first would cost each one.
+		if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
 		return nil, probs
 	}
 	if p, ok := checkText(path, b, subject, "instructions"); !ok {

@@ -77,6 +77,7 @@ func (f *sourceFlags) compile(names []string) (*compiler.Manifest, []compiler.Di
 		return nil, nil, opts, err
 	}
 	opts.Names = names
+	defer lazyGC()()
 	schema, err := cue.Load()
 	if err != nil {
 		return nil, nil, opts, err
