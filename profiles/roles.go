@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -275,12 +274,12 @@ func readRoleFile(path string) ([]byte, *Problem) {
 	if fi.Size() > MaxRoleFileBytes {
 		return tooLarge(fmt.Sprint(fi.Size()))
 	}
-	f, err := os.Open(path)
+	f, err := openRaw(path)
 	if err != nil {
 		return fail(err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxRoleFileBytes+1))
+	data, err := f.readAll(fi.Size(), MaxRoleFileBytes)
 	if err != nil {
 		return fail(err)
 	}

@@ -3,13 +3,11 @@ package profiles
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -195,7 +193,7 @@ func readLimited(path string, max int64, subject, what string) ([]byte, []Proble
 	fail := func(code, msg, hint string) ([]byte, []Problem) {
 		return nil, []Problem{{Path: path, Code: code, Message: msg, Hint: hint, Subject: subject}}
 	}
-	f, err := openNoBlock(path)
+	f, err := openRaw(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fail("missing-"+what, fmt.Sprintf("%s is missing", base),
 			fmt.Sprintf("create %s or remove the directory", base))
@@ -204,18 +202,18 @@ func readLimited(path string, max int64, subject, what string) ([]byte, []Proble
 		return fail("unreadable-"+what, fmt.Sprintf("cannot read %s: %v", base, unwrapPath(err)), "check the file's permissions")
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	regular, size, err := f.stat()
 	if err != nil {
 		return fail("unreadable-"+what, fmt.Sprintf("cannot stat %s: %v", base, unwrapPath(err)), "check the file's permissions")
 	}
-	if !fi.Mode().IsRegular() {
+	if !regular {
 		return fail("not-regular-"+what, fmt.Sprintf("%s must be a regular file", base), "replace it with a regular file")
 	}
-	if fi.Size() > max {
-		return fail("oversized-"+what, fmt.Sprintf("%s exceeds %d bytes (it has %d)", base, max, fi.Size()),
+	if size > max {
+		return fail("oversized-"+what, fmt.Sprintf("%s exceeds %d bytes (it has %d)", base, max, size),
 			"shorten the file")
 	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	b, err := f.readAll(size, max)
 	if err != nil {
 		return fail("unreadable-"+what, fmt.Sprintf("cannot read %s: %v", base, unwrapPath(err)), "check the file's permissions")
 	}
@@ -223,13 +221,6 @@ func readLimited(path string, max int64, subject, what string) ([]byte, []Proble
 		return fail("oversized-"+what, fmt.Sprintf("%s exceeds %d bytes", base, max), "shorten the file")
 	}
 	return b, nil
-}
-
-// openNoBlock opens path for reading without blocking on a FIFO or device,
-// so a special file in place of a profile file is reported, not waited on.
-// O_NONBLOCK has no effect on reads of regular files.
-func openNoBlock(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 }
 
 // readInstructions applies the instructions.md rules: absent means "use the

@@ -4,6 +4,9 @@
 # #Profile from `facets schema --cue`), interleaved run by run so machine
 # load hits both alike, and print medians, the ratio and peak RSS.
 #
+# Then times a cold `facets compile` of one profile against `facets
+# --version` the same way (target: at most 2x).
+#
 # usage: scripts/bench-vs-cue.sh [N=1000] [RUNS=7]
 # CUE=/path/to/cue skips the install (it must be v0.17.1).
 set -euo pipefail
@@ -29,15 +32,11 @@ facets=("$work/bin/facets" check -C "$work/tree" --agent-dir "$work/tree/agent")
 cuevet=("$cue" vet -d '#Profile' "$work/facets.cue")
 cuevet+=("$work"/tree/agent/facets/profiles/*/config.json)
 
-# measure CMD...: prints "wall_seconds cpu_seconds peak_rss_kib".
-if /usr/bin/time -f '' true 2>/dev/null; then
-	measure() {
-		/usr/bin/time -o "$work/t" -f '%e %U %S %M' "$@" >/dev/null 2>"$work/err" || { cat "$work/err" >&2; exit 1; }
-		awk '{printf "%.3f %.3f %d\n", $1, $2 + $3, $4}' "$work/t"
-	}
-else
-	# No GNU time: Go's os/exec reports wall, CPU and max RSS (getrusage).
-	cat >"$work/measure.go" <<'GO'
+# measure CMD...: prints "wall_seconds cpu_seconds peak_rss_kib". A tiny Go
+# program runs the command and reads the child's getrusage (user + system
+# CPU, max RSS, the numbers /usr/bin/time -v prints), timing the wall
+# clock in nanoseconds rather than /usr/bin/time's 10 ms steps.
+cat >"$work/measure.go" <<'GO'
 package main
 
 import (
@@ -59,12 +58,11 @@ func main() {
 	wall := time.Since(start).Seconds()
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	fmt.Printf("%.3f %.3f %d\n", wall, cpu.Seconds(), ru.Maxrss)
+	fmt.Printf("%.4f %.4f %d\n", wall, cpu.Seconds(), ru.Maxrss)
 }
 GO
-	go build -o "$work/measure" "$work/measure.go"
-	measure() { "$work/measure" "$@"; }
-fi
+(cd "$work" && go mod init measure >/dev/null 2>&1 && go build -o "$work/measure" .)
+measure() { "$work/measure" "$@"; }
 
 # Warm the page cache and both binaries once; then alternate.
 measure "${facets[@]}" >/dev/null
@@ -86,3 +84,17 @@ printf '%-12s %8s %8s %10s\n' "" "wall s" "cpu s" "peak RSS"
 printf '%-12s %8s %8s %7d MiB\n' "facets check" "$fw" "$fc" $((fm / 1024))
 printf '%-12s %8s %8s %7d MiB\n' "cue vet" "$cw" "$cc" $((cm / 1024))
 awk -v a="$cw" -v b="$fw" -v c="$cc" -v d="$fc" 'BEGIN {printf "ratio cue vet / facets: wall %.1fx, cpu %.1fx\n", a / b, c / d}'
+
+# Cold compile of one profile vs the bare binary start.
+(cd "$repo" && go run ./internal/benchtree/cmd "$work/one" 1)
+one=("$work/bin/facets" compile profile-0000 -C "$work/one" --agent-dir "$work/one/agent")
+version=("$work/bin/facets" --version)
+: >"$work/one.txt"
+: >"$work/version.txt"
+for _ in $(seq $((runs * 3))); do
+	measure "${one[@]}" >>"$work/one.txt"
+	measure "${version[@]}" >>"$work/version.txt"
+done
+ow=$(col "$work/one.txt" 1) vw=$(col "$work/version.txt" 1)
+echo "cold compile of one profile: ${ow} s, facets --version: ${vw} s (medians of $((runs * 3)))"
+awk -v a="$ow" -v b="$vw" 'BEGIN {if (b > 0) printf "ratio compile / --version: %.1fx\n", a / b}'
