@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/internal/benchtree"
@@ -44,7 +47,7 @@ func BenchmarkCheck(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				m, ds, err := Compile(schema, Options{Env: env})
+				m, ds, err := Compile(schema, Options{Env: env, DiagnosticsOnly: true})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -153,5 +156,50 @@ func TestParallelValidationMatchesSequential(t *testing.T) {
 	}
 	if n := strings.Count(string(seq), `"layer": "global"`); n != 300-27 {
 		t.Errorf("got %d roles, want %d", n, 300-27)
+	}
+}
+
+// TestDiagnosticsOnlyReportsTheSame checks that check's shortcut changes
+// only the manifest's source digests: same diagnostics, same profiles,
+// and no skill file read.
+func TestDiagnosticsOnlyReportsTheSame(t *testing.T) {
+	root := writeBenchTree(t, 3)
+	bad := filepath.Join(root, "agent", "facets", "profiles", "broken", "config.json")
+	if err := os.MkdirAll(filepath.Dir(bad), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	doc := `{"version": 1, "name": "broken", "tools": ["read"], "skills": ["nowhere"], "model": "nomodel"}`
+	if err := os.WriteFile(bad, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env, err := profiles.NewEnv(func(string) string { return filepath.Join(root, "agent") }, filepath.Join(root, "home"), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(only bool) (*Manifest, []Diagnostic) {
+		schema, err := cue.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, ds, err := Compile(schema, Options{Env: env, DiagnosticsOnly: only})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, ds
+	}
+	full, fullDs := run(false)
+	short, shortDs := run(true)
+	if diff := cmp.Diff(fullDs, shortDs); diff != "" {
+		t.Errorf("diagnostics differ (-compile +check):\n%s", diff)
+	}
+	if len(fullDs) < 2 || len(full.Profiles) != 3 || len(short.Profiles) != 3 {
+		t.Fatalf("fixture lost its point: %d diagnostics, %d/%d profiles", len(fullDs), len(full.Profiles), len(short.Profiles))
+	}
+	skill := full.Profiles[0].Launch.Skills[0]
+	has := func(m *Manifest) bool {
+		return slices.ContainsFunc(m.Sources, func(s Source) bool { return s.Path == skill })
+	}
+	if !has(full) || has(short) {
+		t.Errorf("skill digest in sources: compile %v, check %v; want true, false", has(full), has(short))
 	}
 }

@@ -29,6 +29,10 @@ type Options struct {
 	RolePacks []string
 	// Workers bounds parallel schema validation; zero means GOMAXPROCS.
 	Workers int
+	// DiagnosticsOnly skips reading resolved skill files, which only fills
+	// the manifest's source digests and never yields a diagnostic: for
+	// check, which prints diagnostics and discards the manifest.
+	DiagnosticsOnly bool
 }
 
 // SplitRolePacks splits a FACETS_ROLE_PACKS value, a list separated like
@@ -69,7 +73,8 @@ type candidate struct {
 // failures that make compiling impossible.
 func Compile(schema *cue.Schema, opts Options) (*Manifest, []Diagnostic, error) {
 	env := opts.Env
-	c := &compilation{validator: validator{schema: schema}, workers: opts.Workers, env: env, sources: map[string]string{}}
+	c := &compilation{validator: validator{schema: schema}, workers: opts.Workers, env: env, sources: map[string]string{},
+		diagnosticsOnly: opts.DiagnosticsOnly}
 	trust, err := profiles.DecideTrust(env, opts.TrustFlag)
 	if err != nil {
 		// Without a readable decision the project stays untrusted, the safe
@@ -153,9 +158,10 @@ func Compile(schema *cue.Schema, opts Options) (*Manifest, []Diagnostic, error) 
 
 type compilation struct {
 	validator
-	workers int
-	env     profiles.Env
-	sources map[string]string
+	workers         int
+	env             profiles.Env
+	sources         map[string]string
+	diagnosticsOnly bool
 }
 
 // validator checks documents against one schema and collects diagnostics;
@@ -256,7 +262,7 @@ func (c *compilation) profiles(trusted bool) []Profile {
 	}
 	done := make([]resolved, len(names))
 	forEachParallel(nil, len(names), c.workers, func(_ *cue.Schema, i int) {
-		local := &compilation{env: c.env, sources: map[string]string{}}
+		local := &compilation{env: c.env, sources: map[string]string{}, diagnosticsOnly: c.diagnosticsOnly}
 		p, ok := local.resolve(effective[names[i]], trusted, shadowed[names[i]])
 		done[i] = resolved{p, ok, local.diags, local.sources}
 	})
@@ -443,7 +449,9 @@ func (c *compilation) resolve(cand *candidate, trusted bool, overrides []string)
 		launch.Skills = []string{}
 	}
 	for _, s := range launch.Skills {
-		c.readSource(s)
+		if !c.diagnosticsOnly {
+			c.readSource(s)
+		}
 	}
 	return Profile{
 		Name:           e.Name,

@@ -21,6 +21,8 @@ type sourceFlags struct {
 	noTrust      bool
 	rolePacks    []string
 	bundledRoles string
+	// diagnosticsOnly is set by check, which discards the manifest.
+	diagnosticsOnly bool
 }
 
 func (f *sourceFlags) register(cmd *cobra.Command) {
@@ -77,6 +79,7 @@ func (f *sourceFlags) compile(names []string) (*compiler.Manifest, []compiler.Di
 		return nil, nil, opts, err
 	}
 	opts.Names = names
+	opts.DiagnosticsOnly = f.diagnosticsOnly
 	defer lazyGC()()
 	schema, err := cue.Load()
 	if err != nil {
