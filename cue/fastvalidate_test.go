@@ -58,10 +58,11 @@ func TestFastGeneratorRefusesUnknownConstructs(t *testing.T) {
 // sameAsCUE validates one document both ways, through the public API with
 // the fast path and with CUE alone, and fails unless the results agree:
 // verdict, findings, positions and decoded value. It reports whether the
-// fast path decided the document.
-func sameAsCUE(t *testing.T, d Definition, json bool, src []byte, start int) bool {
+// fast path decided the document. The schemas are reused across documents
+// (as in a compile), so state leaking from one document to the next shows.
+func (p schemaPair) sameAsCUE(t *testing.T, d Definition, json bool, src []byte, start int) bool {
 	t.Helper()
-	fast, ref := &Schema{}, &Schema{slowOnly: true}
+	fast, ref := p.fast, p.ref
 	var got, want *Result
 	if json {
 		got, want = fast.ValidateJSON(d, "doc", src), ref.ValidateJSON(d, "doc", src)
@@ -91,6 +92,11 @@ func sameAsCUE(t *testing.T, d Definition, json bool, src []byte, start int) boo
 	}
 	return got.fast != nil
 }
+
+// schemaPair is a schema with the fast path and one validating with CUE only.
+type schemaPair struct{ fast, ref *Schema }
+
+func newSchemaPair() schemaPair { return schemaPair{&Schema{}, &Schema{slowOnly: true}} }
 
 // seedDocuments collects the repository's profile configs and role
 // frontmatter: fuzz seeds, compile fixtures and role fixtures.
@@ -177,13 +183,14 @@ func splitFrontmatterForTest(src []byte) ([]byte, int, string, bool) {
 func TestFastMatchesCUE(t *testing.T) {
 	profiles, roles := seedDocuments(t)
 	fastProfiles, fastRoles := 0, 0
+	pair := newSchemaPair()
 	for _, p := range profiles {
-		if sameAsCUE(t, Profile, true, p, 1) {
+		if pair.sameAsCUE(t, Profile, true, p, 1) {
 			fastProfiles++
 		}
 	}
 	for _, r := range roles {
-		if sameAsCUE(t, Role, false, r, 2) {
+		if pair.sameAsCUE(t, Role, false, r, 2) {
 			fastRoles++
 		}
 	}
@@ -211,10 +218,11 @@ func TestFastPathDecidesTypicalDocuments(t *testing.T) {
 }
 `)
 	role := []byte("name: role-0001\ndescription: Generated role 1\nmodel: anthropic/claude-sonnet-4-5\nthinking: high\ntools: read, bash\nspawning: false\nauto-exit: true")
-	if !sameAsCUE(t, Profile, true, profile, 1) {
+	pair := newSchemaPair()
+	if !pair.sameAsCUE(t, Profile, true, profile, 1) {
 		t.Error("typical profile went to CUE")
 	}
-	if !sameAsCUE(t, Role, false, role, 2) {
+	if !pair.sameAsCUE(t, Role, false, role, 2) {
 		t.Error("typical role went to CUE")
 	}
 }
@@ -226,8 +234,9 @@ func FuzzFastProfileMatchesCUE(f *testing.F) {
 	for _, p := range profiles {
 		f.Add(p)
 	}
+	pair := newSchemaPair()
 	f.Fuzz(func(t *testing.T, src []byte) {
-		sameAsCUE(t, Profile, true, src, 1)
+		pair.sameAsCUE(t, Profile, true, src, 1)
 	})
 }
 
@@ -238,7 +247,8 @@ func FuzzFastRoleMatchesCUE(f *testing.F) {
 	for _, r := range roles {
 		f.Add(r)
 	}
+	pair := newSchemaPair()
 	f.Fuzz(func(t *testing.T, yaml []byte) {
-		sameAsCUE(t, Role, false, yaml, 2)
+		pair.sameAsCUE(t, Role, false, yaml, 2)
 	})
 }
