@@ -201,6 +201,22 @@ func wakes(d Direction, inbox bool, name string) bool {
 	return name == closeFile || name == interruptFile
 }
 
+// removalSettle is how long the scan after a watched directory's removal
+// waits, so a channel being removed is gone, not half there, when scanned.
+const removalSettle = 20 * time.Millisecond
+
+// slotRemoved reports whether ev removes or renames a watched directory
+// itself (a channel dir or an inbox), not a file in it.
+func (w *Watcher) slotRemoved(ev fsnotify.Event) bool {
+	if ev.Op&(fsnotify.Remove|fsnotify.Rename) == 0 {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.slots[ev.Name]
+	return ok
+}
+
 // classify maps an event to the channel it wakes, detaching a watch whose
 // directory went away so the rescan can retry it.
 func (w *Watcher) classify(ev fsnotify.Event) (string, bool) {
@@ -211,9 +227,11 @@ func (w *Watcher) classify(ev fsnotify.Event) (string, bool) {
 		return s.dir, true
 	}
 	s, ok := w.slots[filepath.Dir(ev.Name)]
-	// Removing or renaming a file away never adds a message; ignoring it
-	// keeps the receiver's own acknowledgements from waking it again.
-	if s.inbox && ev.Op&(fsnotify.Create|fsnotify.Write) == 0 {
+	// Removing or renaming a file away never adds a message or a control
+	// request; ignoring it keeps the receiver's own acknowledgements from
+	// waking it again, and a channel being removed from being scanned
+	// half-removed.
+	if ev.Op&(fsnotify.Create|fsnotify.Write) == 0 {
 		return "", false
 	}
 	if !ok || !wakes(w.direction, s.inbox, filepath.Base(ev.Name)) {
@@ -248,7 +266,15 @@ func (w *Watcher) run() {
 				events = nil
 				continue
 			}
+			removed := w.slotRemoved(ev)
 			if dir, ok := w.classify(ev); ok {
+				if removed {
+					// Usually the channel is being removed (its inbox goes
+					// before the channel dir): scanning it mid-removal would
+					// report a broken channel, so let the removal finish.
+					time.AfterFunc(removalSettle, func() { mark(dir) })
+					continue
+				}
 				mark(dir)
 			}
 		case err, ok := <-errs:
