@@ -4,50 +4,60 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/benchtree"
+	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 )
 
-// writeBenchTree generates n directory profiles (each with instructions.md
-// and a private skill) and n roles under root/agent, the shape of a large
-// real setup. FACETS_BENCH_TREE keeps the tree at that path for comparing
-// with `cue vet`.
+// writeBenchTree generates n profiles and n roles (see benchtree.Write).
+// FACETS_BENCH_TREE keeps the tree at that path for comparing with
+// `cue vet`.
 func writeBenchTree(tb testing.TB, n int) string {
 	tb.Helper()
 	root := os.Getenv("FACETS_BENCH_TREE")
 	if root == "" {
 		root = tb.TempDir()
 	}
-	write := func(rel, data string) {
-		p := filepath.Join(root, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			tb.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			tb.Fatal(err)
-		}
+	if err := benchtree.Write(root, n); err != nil {
+		tb.Fatal(err)
 	}
-	for i := range n {
-		name := fmt.Sprintf("profile-%04d", i)
-		write(fmt.Sprintf("agent/facets/profiles/%s/config.json", name), fmt.Sprintf(`{
-  "version": 1,
-  "name": %q,
-  "description": "Generated profile %d for benchmarks",
-  "model": "anthropic/claude-sonnet-4-5",
-  "thinkingLevel": "high",
-  "sessionPersistence": "persistent",
-  "tools": ["read", "grep", "find", "ls", "bash"]
-}
-`, name, i))
-		write(fmt.Sprintf("agent/facets/profiles/%s/instructions.md", name), "Review only; report findings with file and line.\n")
-		write(fmt.Sprintf("agent/facets/profiles/%s/skills/check/SKILL.md", name), "---\nname: check\ndescription: a private skill\n---\nbody\n")
-		write(fmt.Sprintf("agent/agents/role-%04d.md", i), fmt.Sprintf("---\nname: role-%04d\ndescription: Generated role %d\nmodel: anthropic/claude-sonnet-4-5\nthinking: high\ntools: read, bash\nspawning: false\n---\nYou are a generated role.\n", i, i))
-	}
-	write("agent/facets/MAIN.md", "Route reviews to profile-0000.\n")
 	return root
+}
+
+// BenchmarkCheck measures what facets check does (a compile without
+// encoding) over n generated profiles and n roles, cold: a fresh schema
+// every iteration, as in a new process.
+func BenchmarkCheck(b *testing.B) {
+	for _, n := range []int{10, 100, 1000, 10000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			root := writeBenchTree(b, n)
+			env, err := profiles.NewEnv(func(string) string { return filepath.Join(root, "agent") }, filepath.Join(root, "home"), root)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				schema, err := cue.Load()
+				if err != nil {
+					b.Fatal(err)
+				}
+				m, ds, err := Compile(schema, Options{Env: env, DiagnosticsOnly: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(m.Profiles) != n || len(m.Roles) != n || HasErrors(ds) {
+					b.Fatalf("got %d profiles, %d roles, diagnostics %v", len(m.Profiles), len(m.Roles), ds)
+				}
+			}
+		})
+	}
 }
 
 // BenchmarkCompile1000 measures a full compile (which is also what check
@@ -147,5 +157,50 @@ func TestParallelValidationMatchesSequential(t *testing.T) {
 	}
 	if n := strings.Count(string(seq), `"layer": "global"`); n != 300-27 {
 		t.Errorf("got %d roles, want %d", n, 300-27)
+	}
+}
+
+// TestDiagnosticsOnlyReportsTheSame checks that check's shortcut changes
+// only the manifest's source digests: same diagnostics, same profiles,
+// and no skill file read.
+func TestDiagnosticsOnlyReportsTheSame(t *testing.T) {
+	root := writeBenchTree(t, 3)
+	bad := filepath.Join(root, "agent", "facets", "profiles", "broken", "config.json")
+	if err := os.MkdirAll(filepath.Dir(bad), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	doc := `{"version": 1, "name": "broken", "tools": ["read"], "skills": ["nowhere"], "model": "nomodel"}`
+	if err := os.WriteFile(bad, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env, err := profiles.NewEnv(func(string) string { return filepath.Join(root, "agent") }, filepath.Join(root, "home"), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(only bool) (*manifest.Manifest, []Diagnostic) {
+		schema, err := cue.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, ds, err := Compile(schema, Options{Env: env, DiagnosticsOnly: only})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, ds
+	}
+	full, fullDs := run(false)
+	short, shortDs := run(true)
+	if diff := cmp.Diff(fullDs, shortDs); diff != "" {
+		t.Errorf("diagnostics differ (-compile +check):\n%s", diff)
+	}
+	if len(fullDs) < 2 || len(full.Profiles) != 3 || len(short.Profiles) != 3 {
+		t.Fatalf("fixture lost its point: %d diagnostics, %d/%d profiles", len(fullDs), len(full.Profiles), len(short.Profiles))
+	}
+	skill := full.Profiles[0].Launch.Skills[0]
+	has := func(m *manifest.Manifest) bool {
+		return slices.ContainsFunc(m.Sources, func(s manifest.Source) bool { return s.Path == skill })
+	}
+	if !has(full) || has(short) {
+		t.Errorf("skill digest in sources: compile %v, check %v; want true, false", has(full), has(short))
 	}
 }

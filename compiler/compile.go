@@ -31,6 +31,10 @@ type Options struct {
 	RolePacks []string
 	// Workers bounds parallel schema validation; zero means GOMAXPROCS.
 	Workers int
+	// DiagnosticsOnly skips reading resolved skill files, which only fills
+	// the manifest's source digests and never yields a diagnostic: for
+	// check, which prints diagnostics and discards the manifest.
+	DiagnosticsOnly bool
 }
 
 // SplitRolePacks splits a FACETS_ROLE_PACKS value, a list separated like
@@ -71,7 +75,8 @@ type candidate struct {
 // failures that make compiling impossible.
 func Compile(schema *cue.Schema, opts Options) (*manifest.Manifest, []Diagnostic, error) {
 	env := opts.Env
-	c := &compilation{validator: validator{schema: schema}, workers: opts.Workers, env: env, sources: map[string]string{}}
+	c := &compilation{validator: validator{schema: schema}, workers: opts.Workers, env: env, sources: map[string]string{},
+		diagnosticsOnly: opts.DiagnosticsOnly}
 	trust, err := profiles.DecideTrust(env, opts.TrustFlag)
 	if err != nil {
 		// Without a readable decision the project stays untrusted, the safe
@@ -103,12 +108,29 @@ func Compile(schema *cue.Schema, opts Options) (*manifest.Manifest, []Diagnostic
 		AgentDir: env.AgentDir,
 		Trust:    manifest.Trust{Trusted: trust.Trusted, Reason: trust.Reason, Path: trust.Path},
 	}
+	// Roles share nothing with profiles but the inputs, so they are
+	// discovered and validated meanwhile, with their own schema.
+	var roles []manifest.Role
+	var roleDiags []Diagnostic
+	var roleSources []manifest.Source
+	rolesDone := make(chan struct{})
+	runRoles := func(s *cue.Schema) {
+		defer close(rolesDone)
+		roles, roleDiags, roleSources = compileRoles(s, RoleInput{
+			BundledDir: opts.BundledRoles, Packs: opts.RolePacks,
+			AgentDir: env.AgentDir, Cwd: env.Cwd, Trusted: trust.Trusted, Workers: opts.Workers,
+		})
+	}
+	roleSchema, err := cue.Load()
+	if err == nil {
+		go runRoles(roleSchema)
+	}
 	m.Profiles = c.profiles(trust.Trusted)
 	m.Main = c.mainSections(trust.Trusted)
-	roles, roleDiags, roleSources := compileRoles(schema, RoleInput{
-		BundledDir: opts.BundledRoles, Packs: opts.RolePacks,
-		AgentDir: env.AgentDir, Cwd: env.Cwd, Trusted: trust.Trusted, Workers: opts.Workers,
-	})
+	if err != nil {
+		runRoles(schema)
+	}
+	<-rolesDone
 	m.Roles = roles
 	c.diags = append(c.diags, roleDiags...)
 	for _, s := range roleSources {
@@ -138,9 +160,10 @@ func Compile(schema *cue.Schema, opts Options) (*manifest.Manifest, []Diagnostic
 
 type compilation struct {
 	validator
-	workers int
-	env     profiles.Env
-	sources map[string]string
+	workers         int
+	env             profiles.Env
+	sources         map[string]string
+	diagnosticsOnly bool
 }
 
 // validator checks documents against one schema and collects diagnostics;
@@ -266,10 +289,28 @@ func (c *compilation) profiles(trusted bool) []manifest.Profile {
 		names = append(names, n)
 	}
 	slices.Sort(names)
+	// Resolving reads every skill; each profile is resolved on its own,
+	// in parallel, and merged in name order.
+	type resolved struct {
+		p       manifest.Profile
+		ok      bool
+		diags   []Diagnostic
+		sources map[string]string
+	}
+	done := make([]resolved, len(names))
+	forEachParallel(nil, len(names), c.workers, func(_ *cue.Schema, i int) {
+		local := &compilation{env: c.env, sources: map[string]string{}, diagnosticsOnly: c.diagnosticsOnly}
+		p, ok := local.resolve(effective[names[i]], trusted, shadowed[names[i]])
+		done[i] = resolved{p, ok, local.diags, local.sources}
+	})
 	var out []manifest.Profile
-	for _, n := range names {
-		if p, ok := c.resolve(effective[n], trusted, shadowed[n]); ok {
-			out = append(out, p)
+	for _, r := range done {
+		c.diags = append(c.diags, r.diags...)
+		for path, d := range r.sources {
+			c.sources[path] = d
+		}
+		if r.ok {
+			out = append(out, r.p)
 		}
 	}
 	return out
@@ -319,9 +360,12 @@ func forEachParallel(first *cue.Schema, n, limit int, fn func(s *cue.Schema, i i
 	workers := min(limit, 8, max(1, n/parallelMin))
 	schemas := []*cue.Schema{first}
 	for len(schemas) < workers {
-		s, err := cue.Load()
-		if err != nil {
-			break // the embedded schema loaded once already; run with fewer workers
+		var s *cue.Schema // fn gets none when the caller passed none
+		if first != nil {
+			var err error
+			if s, err = cue.Load(); err != nil {
+				break // run with fewer workers
+			}
 		}
 		schemas = append(schemas, s)
 	}
@@ -478,7 +522,9 @@ func (c *compilation) resolve(cand *candidate, trusted bool, overrides []string)
 		launch.Skills = []string{}
 	}
 	for _, s := range launch.Skills {
-		c.readSource(s)
+		if !c.diagnosticsOnly {
+			c.readSource(s)
+		}
 	}
 	return manifest.Profile{
 		Name:           e.Name,

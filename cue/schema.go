@@ -36,38 +36,55 @@ const (
 	Manifest Definition = "#Manifest"
 )
 
-// Schema is the compiled facets schema. It is not safe for concurrent use,
+// Schema is the facets schema. It is not safe for concurrent use,
 // because a CUE context is not.
 type Schema struct {
 	ctx   *cuelang.Context
 	root  cuelang.Value
 	metas map[Definition]*defMeta
+
+	// The generated fast validators' state (see fastvalidate.go).
+	rx          fastRegexps
+	scratchKeys []string
+	scratchVals []fastValue
+	slowOnly    bool // tests: validate everything with CUE, the reference
 }
 
-// Load compiles the embedded schema into a fresh CUE context.
+// Load returns the embedded schema. CUE compiles it on first use only: the
+// validators generated from it decide valid documents without CUE, so a
+// clean run never pays for compiling it.
 func Load() (*Schema, error) {
+	return &Schema{}, nil
+}
+
+// init compiles the embedded schema into a fresh CUE context, once.
+func (s *Schema) init() error {
+	if s.ctx != nil {
+		return nil
+	}
 	overlay := map[string]load.Source{}
 	entries, err := fs.ReadDir(schemaFiles, "schema")
 	if err != nil {
-		return nil, fmt.Errorf("read embedded schema: %w", err)
+		return fmt.Errorf("read embedded schema: %w", err)
 	}
 	for _, e := range entries {
 		b, err := schemaFiles.ReadFile("schema/" + e.Name())
 		if err != nil {
-			return nil, fmt.Errorf("read embedded schema %s: %w", e.Name(), err)
+			return fmt.Errorf("read embedded schema %s: %w", e.Name(), err)
 		}
 		overlay[path.Join(schemaDir, e.Name())] = load.FromBytes(b)
 	}
 	insts := load.Instances([]string{"."}, &load.Config{Dir: schemaDir, Overlay: overlay, Package: "facets"})
 	if len(insts) != 1 || insts[0].Err != nil {
-		return nil, fmt.Errorf("load embedded schema: %v", insts[0].Err)
+		return fmt.Errorf("load embedded schema: %v", insts[0].Err)
 	}
 	ctx := cuecontext.New()
 	root := ctx.BuildInstance(insts[0])
 	if err := root.Err(); err != nil {
-		return nil, fmt.Errorf("build embedded schema: %w", err)
+		return fmt.Errorf("build embedded schema: %w", err)
 	}
-	return &Schema{ctx: ctx, root: root}, nil
+	s.ctx, s.root = ctx, root
+	return nil
 }
 
 // Source returns the embedded CUE schema as one self-contained CUE file:
@@ -125,6 +142,9 @@ func (s *Schema) def(d Definition) cuelang.Value {
 // JSONSchema generates a JSON Schema (draft 2020-12) document for one
 // definition, derived from the CUE schema rather than written by hand.
 func (s *Schema) JSONSchema(d Definition) ([]byte, error) {
+	if err := s.init(); err != nil {
+		return nil, err
+	}
 	v := s.def(d)
 	if !v.Exists() {
 		return nil, fmt.Errorf("schema has no definition %s", d)

@@ -49,12 +49,16 @@ type Result struct {
 	doc      cuelang.Value
 	ok       bool
 	pos      map[string]token.Pos
+	fast     *fastResult // set when the generated validator accepted the document
 }
 
 // Position returns the line and column of the value at a dotted field path
 // such as "name" or "skills.2", or zeros when the document has no such
 // value. Later passes use it to point their own findings into the file.
 func (r *Result) Position(field string) (line, col int) {
+	if r.fast != nil {
+		return r.fast.slow().Position(field)
+	}
 	return posOf(r.pos[field])
 }
 
@@ -66,6 +70,9 @@ func (r *Result) OK() bool { return r.ok && len(r.Findings) == 0 }
 // unknown keys) can still read it; check OK first otherwise. It fails if
 // the document did not parse.
 func (r *Result) Decode(x any) error {
+	if r.fast != nil {
+		return r.fast.decode(x)
+	}
 	if !r.doc.Exists() {
 		return errors.New("decode: the document did not parse")
 	}
@@ -81,7 +88,18 @@ func (s *Schema) ValidateJSON(d Definition, file string, src []byte) (res *Resul
 	// Pi strips a UTF-8 byte order mark before it parses its own JSON
 	// files; so does facets, and positions stay those an editor shows.
 	src = bytes.TrimPrefix(src, []byte("\uFEFF"))
+	if r, ok := s.fastJSON(d, file, src); ok {
+		return r
+	}
+	return s.slowJSON(d, file, src)
+}
+
+// slowJSON validates a JSON document with CUE.
+func (s *Schema) slowJSON(d Definition, file string, src []byte) (res *Result) {
 	defer recoverFinding(file, &res)
+	if err := s.init(); err != nil {
+		return &Result{Findings: []Finding{schemaFinding(file, err)}}
+	}
 	expr, err := cuejson.Extract(file, src)
 	if err != nil {
 		return &Result{Findings: []Finding{jsonSyntaxFinding(file, src, err)}}
@@ -114,7 +132,18 @@ func (s *Schema) ValidateFrontmatter(d Definition, file string, yaml []byte, sta
 		return &Result{Findings: []Finding{{File: file, Line: line, Column: col, Code: CodeSyntax,
 			Message: "frontmatter contains a lone carriage return", Hint: "save the file with LF line endings"}}}
 	}
+	if r, ok := s.fastFrontmatter(d, file, yaml, startLine); ok {
+		return r
+	}
+	return s.slowFrontmatter(d, file, yaml, startLine)
+}
+
+// slowFrontmatter validates YAML frontmatter with CUE.
+func (s *Schema) slowFrontmatter(d Definition, file string, yaml []byte, startLine int) (res *Result) {
 	defer recoverFinding(file, &res)
+	if err := s.init(); err != nil {
+		return &Result{Findings: []Finding{schemaFinding(file, err)}}
+	}
 	if startLine < 1 {
 		startLine = 1
 	}

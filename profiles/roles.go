@@ -119,8 +119,17 @@ func (d *roleDiscovery) layerDir(layer, dir string, required bool) {
 			Hint:    "make it a readable directory of .md role files"})
 		return
 	}
-	for _, name := range names {
-		d.readRole(layer, filepath.Join(dir, name), packageIdentity{})
+	// Files are read in parallel and recorded in name order.
+	type read struct {
+		data []byte
+		p    *Problem
+	}
+	reads := make([]read, len(names))
+	forEach(len(names), func(i int) {
+		reads[i].data, reads[i].p = readRoleFile(filepath.Join(dir, names[i]))
+	})
+	for i, name := range names {
+		d.recordRole(layer, filepath.Join(dir, name), packageIdentity{}, reads[i].data, reads[i].p)
 	}
 }
 
@@ -226,9 +235,14 @@ func packageLabel(name, version string) string {
 // An unreadable file is still listed (with nil Data) so that the compiler
 // can keep it from silently falling back to a lower layer.
 func (d *roleDiscovery) readRole(layer, path string, id packageIdentity) {
+	data, p := readRoleFile(path)
+	d.recordRole(layer, path, id, data, p)
+}
+
+// recordRole adds a role file that readRoleFile read.
+func (d *roleDiscovery) recordRole(layer, path string, id packageIdentity, data []byte, p *Problem) {
 	stem := strings.TrimSuffix(filepath.Base(path), ".md")
 	rf := RoleFile{Layer: layer, Path: path, Stem: stem, Provider: id.name, ProviderVersion: id.version}
-	data, p := readRoleFile(path)
 	if p != nil {
 		p.Subject = stem
 		if layer == LayerPackage && id.name != "" {
@@ -380,13 +394,19 @@ func SplitFrontmatter(src []byte) (yaml []byte, startLine int, body string, ok b
 // first line starting with "key:" at column 0, its value trimmed, quotes
 // and comments kept. line is 1-based within yaml; an empty value is absent.
 func FrontmatterLine(yaml []byte, key string) (value string, line int, ok bool) {
-	for i, l := range strings.Split(string(yaml), "\n") {
-		if v, found := strings.CutPrefix(l, key+":"); found {
-			v = strings.TrimSpace(v)
-			return v, i + 1, v != ""
+	// Called for every key of every role: walk the lines in place rather
+	// than split and copy the block each time.
+	for n, rest := 1, yaml; ; n++ {
+		l, after, more := bytes.Cut(rest, []byte("\n"))
+		if len(l) > len(key) && l[len(key)] == ':' && string(l[:len(key)]) == key {
+			v := strings.TrimSpace(string(l[len(key)+1:]))
+			return v, n, v != ""
 		}
+		if !more {
+			return "", 0, false
+		}
+		rest = after
 	}
-	return "", 0, false
 }
 
 // KeyLines returns the 1-based lines of yaml that look like a declaration
@@ -394,11 +414,15 @@ func FrontmatterLine(yaml []byte, key string) (value string, line int, ok bool) 
 // declarations a line parser and a YAML parser would read differently.
 func KeyLines(yaml []byte, key string) []int {
 	var lines []int
-	for i, l := range strings.Split(string(yaml), "\n") {
-		rest, found := strings.CutPrefix(strings.TrimLeft(l, " \t"), key)
-		if found && strings.HasPrefix(strings.TrimLeft(rest, " \t"), ":") {
-			lines = append(lines, i+1)
+	for n, rest := 1, yaml; ; n++ {
+		l, after, more := bytes.Cut(rest, []byte("\n"))
+		l = bytes.TrimLeft(l, " \t")
+		if len(l) >= len(key) && string(l[:len(key)]) == key && bytes.HasPrefix(bytes.TrimLeft(l[len(key):], " \t"), []byte(":")) {
+			lines = append(lines, n)
 		}
+		if !more {
+			return lines
+		}
+		rest = after
 	}
-	return lines
 }

@@ -113,7 +113,7 @@ func ScanProfiles(dir string, scope Scope) ScopeProfiles {
 	var names []string
 	for _, de := range des {
 		p := filepath.Join(dir, de.Name())
-		fi, err := os.Stat(p)
+		mode, err := entryMode(p, de)
 		if err != nil {
 			out.Problems = append(out.Problems, Problem{Path: p, Code: "unreadable-profile",
 				Message: fmt.Sprintf("cannot stat profile entry: %v", unwrapPath(err)),
@@ -122,9 +122,9 @@ func ScanProfiles(dir string, scope Scope) ScopeProfiles {
 		}
 		var name string
 		switch {
-		case fi.IsDir():
+		case mode.IsDir():
 			name = de.Name()
-		case fi.Mode().IsRegular() && strings.HasSuffix(de.Name(), ".json"):
+		case mode.IsRegular() && strings.HasSuffix(de.Name(), ".json"):
 			name = strings.TrimSuffix(de.Name(), ".json")
 		default:
 			continue
@@ -135,7 +135,7 @@ func ScanProfiles(dir string, scope Scope) ScopeProfiles {
 			byName[name] = c
 			names = append(names, name)
 		}
-		if fi.IsDir() {
+		if mode.IsDir() {
 			c.dir = p
 		} else {
 			c.legacy = p
@@ -161,15 +161,32 @@ func ScanProfiles(dir string, scope Scope) ScopeProfiles {
 				Message: fmt.Sprintf("duplicate profile '%s' is defined as both a JSON file and a directory", name),
 				Hint:    fmt.Sprintf("keep either %s/config.json or %s.json, not both", name, name)})
 		}
-		if len(e.Problems) == 0 {
-			e.Config, e.Problems = readLimited(e.ConfigPath, MaxConfigBytes, name, "config")
-		}
-		if len(e.Problems) == 0 && e.Form == Directory {
-			e.Instructions, e.Problems = readInstructions(filepath.Join(e.Dir, "instructions.md"), name)
-		}
 		out.Entries = append(out.Entries, e)
 	}
+	forEach(len(out.Entries), func(i int) {
+		e := &out.Entries[i]
+		if len(e.Problems) == 0 {
+			e.Config, e.Problems = readLimited(e.ConfigPath, MaxConfigBytes, e.Name, "config")
+		}
+		if len(e.Problems) == 0 && e.Form == Directory {
+			e.Instructions, e.Problems = readInstructions(filepath.Join(e.Dir, "instructions.md"), e.Name)
+		}
+	})
 	return out
+}
+
+// entryMode returns the type of a directory entry, following symlinks. The
+// listing already knows the type of anything else, which saves a stat per
+// profile.
+func entryMode(p string, de fs.DirEntry) (fs.FileMode, error) {
+	if t := de.Type(); t.IsDir() || t.IsRegular() {
+		return t, nil
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return 0, err
+	}
+	return fi.Mode(), nil
 }
 
 // readLimited reads a regular file of at most max bytes without ever
@@ -202,11 +219,13 @@ func readLimited(path string, max int64, subject, what string) ([]byte, []Proble
 // inline field"; anything else that is wrong invalidates the profile, with
 // no fallback to the inline text.
 func readInstructions(path, subject string) (*File, []Problem) {
-	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
 	b, probs := readLimited(path, MaxInstructionsBytes, subject, "instructions")
 	if len(probs) > 0 {
+		// Only now tell absent from a dangling symlink: most profiles
+		// have no instructions.md, and a stat first would cost each one.
+		if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
 		return nil, probs
 	}
 	if p, ok := checkText(path, b, subject, "instructions"); !ok {

@@ -226,6 +226,9 @@ func expandHome(ref, home string) string {
 // Pi once. Files are compared by device and inode, which is what realpath
 // equality means, at the cost of one stat each.
 func DedupeByRealPath(paths []string) []string {
+	if len(paths) < 2 {
+		return paths // nothing to compare with: spare the stat
+	}
 	seen := map[fileID]bool{}
 	var out []string
 	for _, p := range paths {

@@ -7,7 +7,7 @@ import (
 )
 
 func newCheckCmd(a *app) *cobra.Command {
-	var src sourceFlags
+	src := sourceFlags{diagnosticsOnly: true}
 	var rep reportFlags
 	cmd := &cobra.Command{
 		Use:   "check [PROFILE...]",

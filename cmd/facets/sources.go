@@ -25,6 +25,8 @@ type sourceFlags struct {
 	bundledRoles string
 	getenv       func(string) string
 	home         string
+	// diagnosticsOnly is set by check, which discards the manifest.
+	diagnosticsOnly bool
 }
 
 func (f *sourceFlags) register(a *app, cmd *cobra.Command) {
@@ -89,6 +91,8 @@ func (f *sourceFlags) compile(names []string) (*manifest.Manifest, []compiler.Di
 		return nil, nil, opts, err
 	}
 	opts.Names = names
+	opts.DiagnosticsOnly = f.diagnosticsOnly
+	defer lazyGC()()
 	schema, err := cue.Load()
 	if err != nil {
 		return nil, nil, opts, err

@@ -6,7 +6,6 @@ package safefile
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"syscall"
@@ -59,9 +58,9 @@ func read(path string, limit int64, private bool) ([]byte, error) {
 	}
 	// Stat first so that a device or FIFO is refused without being opened
 	// at all; the fstat below closes the race with a swap after this check.
-	stat, flags := os.Stat, os.O_RDONLY|syscall.O_NONBLOCK
+	stat := os.Stat
 	if private {
-		stat, flags = os.Lstat, flags|syscall.O_NOFOLLOW
+		stat = os.Lstat
 	}
 	if fi, err := stat(path); err != nil {
 		return fail("open", err) // as a plain open would say
@@ -70,28 +69,36 @@ func read(path string, limit int64, private bool) ([]byte, error) {
 	}
 	// O_NONBLOCK: should the path have become a FIFO since the stat, the
 	// open returns at once instead of waiting for a writer. It has no
-	// effect on reads of regular files.
-	f, err := os.OpenFile(path, flags, 0)
+	// effect on reads of regular files. The file is read with plain system
+	// calls, not an os.File: os.Open registers every file with Go's network
+	// poller, which for a regular file costs two failing system calls, and
+	// discovery reads thousands of files.
+	flags := syscall.O_RDONLY | syscall.O_NONBLOCK | syscall.O_CLOEXEC
+	if private {
+		flags |= syscall.O_NOFOLLOW
+	}
+	fd, err := retry(func() (int, error) { return syscall.Open(path, flags, 0) })
 	if err != nil {
 		return fail("open", err)
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if _, err := retry(func() (int, error) { return 0, syscall.Fstat(fd, &st) }); err != nil {
 		return fail("stat", err)
 	}
-	if !fi.Mode().IsRegular() {
-		return fail("read", notRegular(fi.Mode()))
+	mode := fileMode(st.Mode)
+	if !mode.IsRegular() {
+		return fail("read", notRegular(mode))
 	}
 	if private {
-		if err := checkPrivate(fi); err != nil {
+		if err := checkPrivate(int(st.Uid), mode.Perm()); err != nil {
 			return fail("read", err)
 		}
 	}
-	if fi.Size() > limit {
-		return fail("read", &TooLargeError{Size: fi.Size(), Limit: limit})
+	if st.Size > limit {
+		return fail("read", &TooLargeError{Size: st.Size, Limit: limit})
 	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	b, err := readAll(fd, st.Size, limit)
 	if err != nil {
 		return fail("read", err)
 	}
@@ -101,11 +108,65 @@ func read(path string, limit int64, private bool) ([]byte, error) {
 	return b, nil
 }
 
-func checkPrivate(fi fs.FileInfo) error {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("%w: owned by uid %d, not by uid %d; recreate it as your own 0600 file", ErrNotPrivate, st.Uid, os.Getuid())
+// retry repeats a system call interrupted by a signal.
+func retry(call func() (int, error)) (int, error) {
+	for {
+		n, err := call()
+		if err != syscall.EINTR {
+			return n, err
+		}
 	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+}
+
+// readAll reads to the end, but never more than limit+1 bytes, so a caller
+// sees that a file over the limit is over it without reading all of it.
+// size (from fstat) sizes the buffer: usually one read fills it and a
+// second finds the end.
+func readAll(fd int, size, limit int64) ([]byte, error) {
+	buf := make([]byte, 0, max(0, min(size, limit))+1)
+	for int64(len(buf)) <= limit {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		end := min(int64(cap(buf)), limit+1)
+		n, err := retry(func() (int, error) { return syscall.Read(fd, buf[len(buf):end]) })
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			break
+		}
+		buf = buf[:len(buf)+n]
+	}
+	return buf, nil
+}
+
+// fileMode converts a stat mode to the type and permission bits of an
+// fs.FileMode, as os.Stat does.
+func fileMode(m uint32) fs.FileMode {
+	mode := fs.FileMode(m & 0o777)
+	switch m & syscall.S_IFMT {
+	case syscall.S_IFDIR:
+		mode |= fs.ModeDir
+	case syscall.S_IFIFO:
+		mode |= fs.ModeNamedPipe
+	case syscall.S_IFSOCK:
+		mode |= fs.ModeSocket
+	case syscall.S_IFCHR:
+		mode |= fs.ModeDevice | fs.ModeCharDevice
+	case syscall.S_IFBLK:
+		mode |= fs.ModeDevice
+	case syscall.S_IFLNK:
+		mode |= fs.ModeSymlink
+	}
+	return mode
+}
+
+func checkPrivate(uid int, perm fs.FileMode) error {
+	if uid != os.Getuid() {
+		return fmt.Errorf("%w: owned by uid %d, not by uid %d; recreate it as your own 0600 file", ErrNotPrivate, uid, os.Getuid())
+	}
+	if perm&0o077 != 0 {
 		return fmt.Errorf("%w: mode %04o lets other users read it; chmod 600 it", ErrNotPrivate, perm)
 	}
 	return nil

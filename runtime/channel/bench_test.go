@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,8 +33,10 @@ func benchChannel(b *testing.B) *Channel {
 }
 
 // BenchmarkDeliveryLatency measures send-to-callback latency through the
-// watcher at 1,000 msgs/s spread over 4 channels (250 msgs/s each). One op
-// is one message; run with a fixed count, e.g. -benchtime=2000x.
+// watcher at 1,000 msgs/s spread over 4 channels (250 msgs/s each), counting
+// lost and duplicated deliveries. One op is one message; run with a fixed
+// count, e.g. -benchtime=3000x. Latency starts before Send, so it includes
+// the sender's own fsyncs.
 func BenchmarkDeliveryLatency(b *testing.B) {
 	const channels = 4
 	const interval = 4 * time.Millisecond // per channel: 4 × 250/s = 1,000/s
@@ -45,13 +48,20 @@ func BenchmarkDeliveryLatency(b *testing.B) {
 	store := NewMemoryReceipts()
 	var mu sync.Mutex
 	lat := make([]time.Duration, 0, total)
+	seen := make(map[string]int, total)
+	received := make(map[string]time.Time, total) // by text: when first delivered
 	done := make(chan struct{})
 	rx := NewReceiver(ToMain, store, func(d Delivery) error {
+		now := time.Now()
 		sent, _ := strconv.ParseInt(d.Message.Text, 10, 64)
 		mu.Lock()
-		lat = append(lat, time.Duration(time.Now().UnixNano()-sent))
-		if len(lat) == total {
-			close(done)
+		seen[d.Message.ID]++
+		if seen[d.Message.ID] == 1 {
+			received[d.Message.Text] = now
+			lat = append(lat, time.Duration(now.UnixNano()-sent))
+			if len(lat) == total {
+				close(done)
+			}
 		}
 		mu.Unlock()
 		return store.Record(d.Message.Receipt())
@@ -66,6 +76,7 @@ func BenchmarkDeliveryLatency(b *testing.B) {
 	}
 	var sendMu sync.Mutex
 	var sendDur []time.Duration
+	sendEnd := make(map[string]time.Time, total) // by text: when Send returned
 	b.ResetTimer()
 	var wg sync.WaitGroup
 	for i, c := range chans {
@@ -82,12 +93,15 @@ func BenchmarkDeliveryLatency(b *testing.B) {
 			for range n {
 				<-tick.C
 				start := time.Now()
-				if _, err := c.Send(ToMain, strconv.FormatInt(start.UnixNano(), 10)); err != nil {
+				text := strconv.FormatInt(start.UnixNano(), 10)
+				if _, err := c.Send(ToMain, text); err != nil {
 					b.Error(err)
 					return
 				}
+				end := time.Now()
 				sendMu.Lock()
-				sendDur = append(sendDur, time.Since(start))
+				sendDur = append(sendDur, end.Sub(start))
+				sendEnd[text] = end
 				sendMu.Unlock()
 			}
 		}()
@@ -96,30 +110,108 @@ func BenchmarkDeliveryLatency(b *testing.B) {
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
-		b.Fatalf("only %d of %d messages delivered", len(lat), total)
 	}
 	b.StopTimer()
+	w.Close() // no delivery after this: the counts below are final
+	mu.Lock()
+	defer mu.Unlock()
+	dups := 0
+	for _, n := range seen {
+		dups += n - 1
+	}
+	b.ReportMetric(float64(total-len(lat)), "lost")
+	b.ReportMetric(float64(dups), "dups")
+	if len(lat) == 0 {
+		b.Fatal("nothing delivered")
+	}
+	// after is the watcher's share: from Send returning to delivery, zero
+	// when the message was delivered before its sender's last fsync ended.
+	var after []time.Duration
+	for text, end := range sendEnd {
+		if r, ok := received[text]; ok {
+			after = append(after, max(0, r.Sub(end)))
+		}
+	}
 	slices.Sort(lat)
 	slices.Sort(sendDur)
+	slices.Sort(after)
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
 	b.ReportMetric(ms(lat[len(lat)*99/100]), "p99-ms")
 	b.ReportMetric(ms(lat[len(lat)-1]), "max-ms")
 	b.ReportMetric(ms(sendDur[len(sendDur)/2]), "send-p50-ms")
 	b.ReportMetric(ms(sendDur[len(sendDur)*99/100]), "send-p99-ms")
+	if len(after) > 0 {
+		b.ReportMetric(ms(after[len(after)*99/100]), "after-send-p99-ms")
+	}
+}
+
+// publishFloor is the least any durable file channel must do per message:
+// create a temp file, write, fsync, close, rename into place, fsync the
+// directory.
+func publishFloor(dir *os.File, i int, payload []byte) error {
+	tmp := filepath.Join(dir.Name(), "floor-"+strconv.Itoa(i)+".tmp")
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(payload); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, strings.TrimSuffix(tmp, ".tmp")+".json"); err != nil {
+		return err
+	}
+	return dir.Sync()
 }
 
 // BenchmarkSendThroughput measures one writer, one direction, fsync on
-// (counter and payload each: temp file fsync, rename, directory fsync).
+// (payload: temp file fsync, rename, directory fsync; the counter once per
+// reserved block), against the floor (publishFloor) on the same filesystem,
+// interleaved op by op so load affects both alike. ratio is Send's rate
+// over the floor's.
 func BenchmarkSendThroughput(b *testing.B) {
 	c := benchChannel(b)
-	start := time.Now()
-	for b.Loop() {
-		if _, err := c.Send(ToSub, "benchmark message of a typical short length, about one line of text"); err != nil {
-			b.Fatal(err)
+	floorDir, err := os.Open(b.TempDir())
+	if base := os.Getenv("FACETS_CHANNEL_BENCH_DIR"); base != "" {
+		floorDir.Close()
+		var d string
+		if d, err = os.MkdirTemp(base, "facets-floor-"); err == nil {
+			b.Cleanup(func() { os.RemoveAll(d) })
+			floorDir, err = os.Open(d)
 		}
 	}
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer floorDir.Close()
+	const text = "benchmark message of a typical short length, about one line of text"
+	payload := []byte(`{"version":1,"id":"0123456789abcdef0123456789abcdef","sequence":1,"message":"` + text + `"}`)
+	var sendT, floorT time.Duration
+	i := 0
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := c.Send(ToSub, text); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := publishFloor(floorDir, i, payload); err != nil {
+			b.Fatal(err)
+		}
+		floorT += time.Since(t1)
+		sendT += t1.Sub(t0)
+		i++
+	}
+	b.ReportMetric(float64(i)/sendT.Seconds(), "msgs/s")
+	b.ReportMetric(float64(i)/floorT.Seconds(), "floor-msgs/s")
+	b.ReportMetric(floorT.Seconds()/sendT.Seconds(), "ratio")
 }
 
 // BenchmarkSendBatchThroughput is the same with 64 messages per SendBatch,

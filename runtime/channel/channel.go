@@ -43,6 +43,7 @@ type Channel struct {
 	send     map[Direction]*sync.Mutex
 	swept    map[Direction]bool     // stale temp files of d removed (guarded by send[d])
 	lease    map[Direction]seqLease // reserved sequence numbers (guarded by send[d])
+	seqSeen  map[Direction]seqStamp // counter file last read (guarded by send[d])
 	reserve  int64                  // numbers reserved per counter write
 	now      func() time.Time
 	fault    faultFunc
@@ -401,7 +402,7 @@ func (c *Channel) SendBatch(d Direction, texts []string) ([]Message, error) {
 		c.sweepTemps(d)
 		c.swept[d] = true
 	}
-	persisted, err := c.Sequence(d)
+	persisted, err := c.sequenceIfChanged(d)
 	if err != nil {
 		return nil, fmt.Errorf("send to %s: %w", c.dir, err)
 	}

@@ -19,7 +19,7 @@
 //   - Symlinks and foreign owners are refused on the channel directories and
 //     files, and group/other permission bits on the directories; files are
 //     written 0600 and sit inside those 0700 directories.
-//   - The watcher scans a channel at once on the first wake after a quiet
-//     coalescing window and batches later wakes to the window's end, instead
-//     of always waiting the full window.
+//   - The watcher scans a quiet channel at once on its first wake and
+//     coalesces only the wakes that arrive while scans run into one more
+//     scan, instead of waiting a fixed coalescing window.
 package channel

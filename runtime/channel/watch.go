@@ -12,18 +12,13 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
-// Default watcher timings: wakes within 20 ms are batched into one scan,
-// and a fallback scan every 5 s catches what file events missed and
-// re-attaches watches.
-const (
-	DefaultCoalesce = 20 * time.Millisecond
-	DefaultRescan   = 5 * time.Second
-)
+// DefaultRescan is the period of the fallback scan, which catches what file
+// events missed and re-attaches watches.
+const DefaultRescan = 5 * time.Second
 
 // WatchOptions tunes a Watcher; zero values mean the defaults.
 type WatchOptions struct {
-	Coalesce time.Duration // window in which wakes are batched into one scan
-	Rescan   time.Duration // period of the fallback scan that also re-attaches watches
+	Rescan time.Duration // period of the fallback scan that also re-attaches watches
 	// Report receives watch failures, once per distinct failure per channel.
 	Report func(error)
 
@@ -32,10 +27,12 @@ type WatchOptions struct {
 }
 
 // Watcher wakes the receiving side of many channels: it scans a channel on
-// start, after a relevant file event (at once if the channel was not
-// scanned within the coalescing window, else batched at the window's end),
-// and on every rescan. Scans run one at a time on the Watcher's goroutine, so one
-// slow or broken channel delays but never stops the others.
+// start, after a relevant file event, and on every rescan. The first wake
+// of a quiet channel is scanned at once; wakes that arrive while scans run
+// are coalesced into one more scan of each woken channel, so a burst costs
+// a few scans, not one per message. Scans run one at a time on the
+// Watcher's scanning goroutine, so one slow or broken channel delays but
+// never stops the others.
 type Watcher struct {
 	direction Direction
 	scan      func(*Channel)
@@ -71,9 +68,6 @@ type slot struct {
 func NewWatcher(d Direction, scan func(*Channel), opts WatchOptions) (*Watcher, error) {
 	if !d.Valid() {
 		return nil, fmt.Errorf("watch: unknown direction %q", d)
-	}
-	if opts.Coalesce <= 0 {
-		opts.Coalesce = DefaultCoalesce
 	}
 	if opts.Rescan <= 0 {
 		opts.Rescan = DefaultRescan
@@ -207,6 +201,22 @@ func wakes(d Direction, inbox bool, name string) bool {
 	return name == closeFile || name == interruptFile
 }
 
+// removalSettle is how long the scan after a watched directory's removal
+// waits, so a channel being removed is gone, not half there, when scanned.
+const removalSettle = 20 * time.Millisecond
+
+// slotRemoved reports whether ev removes or renames a watched directory
+// itself (a channel dir or an inbox), not a file in it.
+func (w *Watcher) slotRemoved(ev fsnotify.Event) bool {
+	if ev.Op&(fsnotify.Remove|fsnotify.Rename) == 0 {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.slots[ev.Name]
+	return ok
+}
+
 // classify maps an event to the channel it wakes, detaching a watch whose
 // directory went away so the rescan can retry it.
 func (w *Watcher) classify(ev fsnotify.Event) (string, bool) {
@@ -217,9 +227,11 @@ func (w *Watcher) classify(ev fsnotify.Event) (string, bool) {
 		return s.dir, true
 	}
 	s, ok := w.slots[filepath.Dir(ev.Name)]
-	// Removing or renaming a file away never adds a message; ignoring it
-	// keeps the receiver's own acknowledgements from waking it again.
-	if s.inbox && ev.Op&(fsnotify.Create|fsnotify.Write) == 0 {
+	// Removing or renaming a file away never adds a message or a control
+	// request; ignoring it keeps the receiver's own acknowledgements from
+	// waking it again, and a channel being removed from being scanned
+	// half-removed.
+	if ev.Op&(fsnotify.Create|fsnotify.Write) == 0 {
 		return "", false
 	}
 	if !ok || !wakes(w.direction, s.inbox, filepath.Base(ev.Name)) {
@@ -237,24 +249,14 @@ func (w *Watcher) run() {
 	}
 	rescan := time.NewTicker(w.opts.Rescan)
 	defer rescan.Stop()
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-	co := newCoalescer(w.opts.Coalesce)
-	mark := co.mark
-	schedule := func() {
-		next, ok := co.next()
-		if !ok {
-			timer.Stop()
-			return
-		}
-		timer.Reset(max(0, time.Until(next)))
-	}
-	scanDue := func(all bool) {
-		for _, gone := range w.scanAll(co.take(time.Now(), all)) {
-			co.forget(gone)
-		}
-	}
+	q := newScanQueue()
+	scanning := make(chan struct{})
+	go func() {
+		defer close(scanning)
+		w.scanLoop(q)
+	}()
+	defer func() { <-scanning }() // w.done is closed: the scan loop ends
+	mark := q.mark
 	for {
 		select {
 		case <-w.done:
@@ -264,7 +266,15 @@ func (w *Watcher) run() {
 				events = nil
 				continue
 			}
+			removed := w.slotRemoved(ev)
 			if dir, ok := w.classify(ev); ok {
+				if removed {
+					// Usually the channel is being removed (its inbox goes
+					// before the channel dir): scanning it mid-removal would
+					// report a broken channel, so let the removal finish.
+					time.AfterFunc(removalSettle, func() { mark(dir) })
+					continue
+				}
 				mark(dir)
 			}
 		case err, ok := <-errs:
@@ -284,70 +294,64 @@ func (w *Watcher) run() {
 			}
 			clear(w.dirty)
 			w.mu.Unlock()
-		case <-timer.C:
-			scanDue(false)
 		case <-rescan.C:
 			for dir := range w.snapshot() {
 				w.attach(dir)
 				mark(dir)
 			}
-			scanDue(true)
-		}
-		schedule()
-	}
-}
-
-// coalescer decides when each channel is scanned: at most once per window,
-// a wake of a channel not scanned within the last window at once, later
-// wakes inside the window batched into one scan at its end.
-type coalescer struct {
-	window time.Duration
-	due    map[string]time.Time // woken channels and when to scan them
-	last   map[string]time.Time // when each channel was last scanned
-}
-
-func newCoalescer(window time.Duration) *coalescer {
-	return &coalescer{window: window, due: map[string]time.Time{}, last: map[string]time.Time{}}
-}
-
-func (c *coalescer) mark(dir string) {
-	if _, ok := c.due[dir]; !ok {
-		c.due[dir] = c.last[dir].Add(c.window)
-	}
-}
-
-// next is the earliest pending scan time.
-func (c *coalescer) next() (time.Time, bool) {
-	var next time.Time
-	for _, d := range c.due {
-		if next.IsZero() || d.Before(next) {
-			next = d
 		}
 	}
-	return next, !next.IsZero()
 }
 
-// take returns the channels to scan at now (all woken ones if all is set)
-// and records the scan.
-func (c *coalescer) take(now time.Time, all bool) []string {
-	var dirs []string
-	for dir, d := range c.due {
-		if all || !d.After(now) {
-			dirs = append(dirs, dir)
+// scanLoop scans woken channels until the watcher closes. Events keep
+// arriving on run's goroutine while a scan runs, so everything that woke a
+// channel during one scan is covered by a single next one.
+func (w *Watcher) scanLoop(q *scanQueue) {
+	for {
+		select {
+		case <-w.done:
+			return
+		case <-q.kick:
+		}
+		for dirs := q.take(); len(dirs) > 0; dirs = q.take() {
+			w.scanAll(dirs)
 		}
 	}
+}
+
+// scanQueue holds the channels woken since their last scan started. Marking
+// is idempotent, so any number of wakes before a scan starts cost one scan.
+type scanQueue struct {
+	mu      sync.Mutex
+	pending map[string]bool
+	kick    chan struct{} // non-empty when pending may be
+}
+
+func newScanQueue() *scanQueue {
+	return &scanQueue{pending: map[string]bool{}, kick: make(chan struct{}, 1)}
+}
+
+func (q *scanQueue) mark(dir string) {
+	q.mu.Lock()
+	q.pending[dir] = true
+	q.mu.Unlock()
+	select {
+	case q.kick <- struct{}{}:
+	default:
+	}
+}
+
+// take empties the queue and returns its channels in a fixed order.
+func (q *scanQueue) take() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	dirs := make([]string, 0, len(q.pending))
+	for dir := range q.pending {
+		dirs = append(dirs, dir)
+	}
+	clear(q.pending)
 	sort.Strings(dirs)
-	for _, dir := range dirs {
-		delete(c.due, dir)
-		c.last[dir] = now
-	}
 	return dirs
-}
-
-// forget drops a removed channel.
-func (c *coalescer) forget(dir string) {
-	delete(c.due, dir)
-	delete(c.last, dir)
 }
 
 func (w *Watcher) snapshot() map[string]bool {
@@ -360,22 +364,19 @@ func (w *Watcher) snapshot() map[string]bool {
 	return out
 }
 
-// scanAll scans dirs in order and returns those no longer watched.
-func (w *Watcher) scanAll(dirs []string) (gone []string) {
+// scanAll scans dirs in order, skipping channels no longer watched.
+func (w *Watcher) scanAll(dirs []string) {
 	for _, dir := range dirs {
 		select {
 		case <-w.done:
-			return gone
+			return
 		default:
 		}
 		w.mu.Lock()
 		wc, ok := w.channels[dir]
 		w.mu.Unlock()
-		if !ok {
-			gone = append(gone, dir)
-			continue
+		if ok {
+			w.scan(wc.ch)
 		}
-		w.scan(wc.ch)
 	}
-	return gone
 }

@@ -4,8 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -231,49 +233,68 @@ func TestWatcherCloseReleasesGoroutines(t *testing.T) {
 	}
 }
 
-func TestCoalescerWindow(t *testing.T) {
-	const window = 20 * time.Millisecond
-	t0 := time.Unix(1000, 0)
-	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	co := newCoalescer(window)
-	if _, ok := co.next(); ok {
-		t.Fatal("idle coalescer has a pending scan")
+func TestScanQueueCoalesces(t *testing.T) {
+	q := newScanQueue()
+	if got := q.take(); len(got) != 0 {
+		t.Fatalf("idle queue has pending scans: %v", got)
 	}
-	// A channel not scanned recently is scanned at once.
-	co.mark("a")
-	if got := co.take(at(0), false); len(got) != 1 || got[0] != "a" {
-		t.Fatalf("first wake: %v", got)
+	for range 5 {
+		q.mark("b")
 	}
-	// Wakes inside the window wait for its end and collapse into one scan.
-	for ms := 1; ms <= 15; ms += 2 {
-		co.mark("a")
-		if got := co.take(at(ms), false); len(got) != 0 {
-			t.Fatalf("scanned inside the window at %d ms: %v", ms, got)
+	q.mark("a")
+	if got := q.take(); strings.Join(got, ",") != "a,b" {
+		t.Fatalf("five wakes of b and one of a: %v, want one scan each, in order", got)
+	}
+	if got := q.take(); len(got) != 0 {
+		t.Fatalf("taken wakes scanned again: %v", got)
+	}
+	select {
+	case <-q.kick:
+	default:
+		t.Fatal("a wake did not kick the scanner")
+	}
+}
+
+// TestWatcherBurstCostsFewScans holds the initial scan open while 100
+// messages arrive: the wakes they cause while it runs must collapse into a
+// handful of scans, not one per message.
+func TestWatcherBurstCostsFewScans(t *testing.T) {
+	c := newTestChannel(t)
+	col := newCollector()
+	rx := NewReceiver(ToMain, col.receipts, col.submit, nil)
+	var scans atomic.Int32
+	started, release := make(chan struct{}), make(chan struct{})
+	w, err := NewWatcher(ToMain, func(c *Channel) {
+		if scans.Add(1) == 1 {
+			close(started)
+			<-release
 		}
+		rx.Scan(c)
+	}, WatchOptions{Rescan: time.Hour})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if next, ok := co.next(); !ok || !next.Equal(at(20)) {
-		t.Fatalf("next scan %v, want the window end", next)
+	defer w.Close()
+	w.Add(c)
+	<-started
+	var want []string
+	for i := range 100 {
+		s := "burst " + strconv.Itoa(i)
+		if _, err := c.Send(ToMain, s); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, s)
 	}
-	// Another channel has its own window and is not held back by a's.
-	co.mark("b")
-	if got := co.take(at(16), false); len(got) != 1 || got[0] != "b" {
-		t.Fatalf("independent channel: %v", got)
+	close(release)
+	col.waitFor(t, want...)
+	// One more message, sent after the burst: its wake queues behind all
+	// of the burst's, so once it is delivered every scan the burst caused
+	// has run (and a wake after a burst is still delivered).
+	if _, err := c.Send(ToMain, "after"); err != nil {
+		t.Fatal(err)
 	}
-	if got := co.take(at(20), false); len(got) != 1 || got[0] != "a" {
-		t.Fatalf("window end: %v", got)
-	}
-	if _, ok := co.next(); ok {
-		t.Fatal("batched wakes produced a second scan")
-	}
-	// The rescan takes everything woken, due or not.
-	co.mark("a")
-	co.mark("b")
-	if got := co.take(at(21), true); len(got) != 2 {
-		t.Fatalf("rescan: %v", got)
-	}
-	co.forget("a")
-	co.mark("a")
-	if got := co.take(at(22), false); len(got) != 1 {
-		t.Fatalf("forgotten channel not treated as fresh: %v", got)
+	col.waitFor(t, "after")
+	if n := scans.Load(); n > 6 {
+		t.Errorf("a burst of 100 messages and one more cost %d scans, want a handful", n)
 	}
 }
