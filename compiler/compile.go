@@ -176,16 +176,6 @@ type validator struct {
 
 func (c *validator) diag(d Diagnostic) { c.diags = append(c.diags, d) }
 
-func (c *validator) problem(p profiles.Problem, sev Severity) {
-	c.diag(Diagnostic{Severity: sev, Code: p.Code, File: p.Path, Line: p.Line, Column: p.Column,
-		Message: p.Message, Hint: p.Hint, Subject: p.Subject})
-}
-
-func (c *validator) finding(f cue.Finding, subject string) {
-	c.diag(Diagnostic{Severity: Error, Code: f.Code, File: f.File, Line: f.Line, Column: f.Column,
-		Message: f.Message, Hint: f.Hint, Subject: subject})
-}
-
 // maxSourceBytes caps an optional source (a skill file) read for its
 // digest; a special or larger file is not recorded rather than read.
 const maxSourceBytes = 16 << 20
@@ -230,9 +220,7 @@ func (c *compilation) profiles(trusted bool) []manifest.Profile {
 	broken := map[string][]Diagnostic{}
 	i := 0
 	for _, sp := range scopes {
-		for _, p := range sp.Problems {
-			c.problem(p, Error)
-		}
+		c.diags = append(c.diags, sp.Problems...)
 		for _, e := range sp.Entries {
 			if e.Config != nil {
 				c.sources[e.ConfigPath] = manifest.Digest(e.Config)
@@ -272,9 +260,7 @@ func (c *compilation) profiles(trusted bool) []manifest.Profile {
 		c.diags = append(c.diags, ds...)
 	}
 	layout := profiles.LayoutProblems(c.env, trusted)
-	for _, p := range layout {
-		c.problem(p, Warning)
-	}
+	c.diags = append(c.diags, layout...)
 	if len(entries) == 0 && len(layout) == 0 {
 		where := c.env.GlobalProfilesDir()
 		if trusted {
@@ -394,9 +380,7 @@ func forEachParallel(first *cue.Schema, n, limit int, fn func(s *cue.Schema, i i
 // the document could not be read at all; valid is false on any error.
 func (c *validator) validateEntry(e profiles.Entry) (cand *candidate, valid bool) {
 	if e.Invalid() {
-		for _, p := range e.Problems {
-			c.problem(p, Error)
-		}
+		c.diags = append(c.diags, e.Problems...)
 		if e.Config == nil {
 			return nil, false
 		}
@@ -406,7 +390,9 @@ func (c *validator) validateEntry(e profiles.Entry) (cand *candidate, valid bool
 	bad := map[string]bool{}
 	readable := true
 	for _, f := range res.Findings {
-		c.finding(f, e.Name)
+		d := f.Diagnostic
+		d.Subject = e.Name
+		c.diag(d)
 		bad[f.Field] = true
 		switch f.Code {
 		case cue.CodeSyntax, cue.CodeEncoding, cue.CodeNotObject:
@@ -505,10 +491,8 @@ func (c *compilation) resolve(cand *candidate, trusted bool, overrides []string)
 	var skills []string
 	if e.Form == profiles.Directory {
 		private, probs := profiles.PrivateSkills(e.Dir, e.Name)
-		for _, p := range probs {
-			c.problem(p, Error)
-			ok = false
-		}
+		c.diags = append(c.diags, probs...)
+		ok = len(probs) == 0
 		skills = append(skills, private...)
 	}
 	explicit, ds := c.resolveSkills(cand, trusted)
@@ -573,13 +557,7 @@ func (c *compilation) skillDiags(cand *candidate, trusted bool) []Diagnostic {
 
 func (c *compilation) mainSections(trusted bool) []manifest.MainSection {
 	files, probs := profiles.MainFiles(c.env, trusted)
-	for _, p := range probs {
-		sev := Warning
-		if p.Code == "empty-main" {
-			sev = Info
-		}
-		c.problem(p, sev)
-	}
+	c.diags = append(c.diags, probs...)
 	var out []manifest.MainSection
 	for _, f := range files {
 		d := manifest.Digest(f.Raw)

@@ -6,23 +6,23 @@ import (
 	"cmp"
 	"slices"
 
-	"github.com/facets-dev/facets/manifest"
+	"github.com/facets-dev/facets/diag"
 )
 
-// Severity ranks a diagnostic; see manifest.Severity.
-type Severity = manifest.Severity
+// Severity ranks a diagnostic; see diag.Severity.
+type Severity = diag.Severity
 
 // Diagnostic severities.
 const (
-	Error   = manifest.Error
-	Warning = manifest.Warning
-	Info    = manifest.Info
+	Error   = diag.Error
+	Warning = diag.Warning
+	Info    = diag.Info
 )
 
-// Diagnostic is one finding about the input. It is the manifest's type,
-// because a manifest records the diagnostics of its compile; the alias keeps
-// the compiler's many diagnostics reading as plain Diagnostic.
-type Diagnostic = manifest.Diagnostic
+// Diagnostic is one finding about the input: the type discovery and
+// validation report and the manifest records; the alias keeps the
+// compiler's many diagnostics reading as plain Diagnostic.
+type Diagnostic = diag.Diagnostic
 
 // HasErrors reports whether any diagnostic is an error.
 func HasErrors(ds []Diagnostic) bool {

@@ -106,10 +106,7 @@ type roleDef struct {
 func compileRoles(schema *cue.Schema, in RoleInput) (roles []manifest.Role, diags []Diagnostic, sources []manifest.Source) {
 	found, problems := profiles.DiscoverRoles(profiles.RoleSources{BundledDir: in.BundledDir, Packs: in.Packs,
 		AgentDir: in.AgentDir, Cwd: in.Cwd, Trusted: in.Trusted})
-	for _, p := range problems {
-		diags = append(diags, Diagnostic{Severity: roleProblemSeverity(p.Code), Code: p.Code, File: p.Path,
-			Line: p.Line, Column: p.Column, Message: p.Message, Hint: p.Hint, Subject: p.Subject})
-	}
+	diags = append(diags, problems...)
 	defs := make([]roleDef, len(found.Files))
 	fileDiags := make([][]Diagnostic, len(found.Files))
 	forEachParallel(schema, len(found.Files), in.Workers, func(s *cue.Schema, i int) {
@@ -130,16 +127,6 @@ func compileRoles(schema *cue.Schema, in RoleInput) (roles []manifest.Role, diag
 	slices.SortFunc(sources, func(a, b manifest.Source) int { return strings.Compare(a.Path, b.Path) })
 	sources = slices.Compact(sources)
 	return roles, SortDiagnostics(diags), sources
-}
-
-// roleProblemSeverity ranks discovery problems: only those that lose no
-// role are warnings.
-func roleProblemSeverity(code string) Severity {
-	switch code {
-	case "invalid-package-json", "empty-role-pack":
-		return Warning
-	}
-	return Error
 }
 
 type roleParser struct {
@@ -278,7 +265,7 @@ func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[str
 		if fd.Code == cue.CodeInvalidValue && dup[fd.Field] {
 			continue // the duplicate-key finding explains it; the unified value would mislead
 		}
-		sev := Error
+		d := fd.Diagnostic
 		top, _, _ := strings.Cut(fd.Field, ".")
 		if fd.Code == cue.CodeInvalidValue && !dup[top] {
 			if v, drop, ok := lenientValue(yaml, top); ok {
@@ -289,12 +276,11 @@ func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[str
 			}
 		}
 		if fd.Code == cue.CodeUnknownField {
-			sev = Warning
+			d.Severity = Warning // pi-herdr-agents ignores unknown keys
 		} else {
 			bad[top] = true
 		}
-		diags = append(diags, Diagnostic{Severity: sev, Code: fd.Code, File: fd.File, Line: fd.Line, Column: fd.Column,
-			Message: fd.Message, Hint: fd.Hint})
+		diags = append(diags, d)
 	}
 	if HasErrors(diags) {
 		return nil, diags, bad, lenient

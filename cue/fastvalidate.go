@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/facets-dev/facets/diag"
 )
 
 // The fast path: validators generated from the schema (fastvalidate_gen.go)
@@ -439,7 +441,7 @@ func (p *fastJSONParser) str() (string, bool) {
 // schemaFinding reports that the embedded schema itself failed to compile,
 // which only a broken build can cause.
 func schemaFinding(file string, err error) Finding {
-	return Finding{File: file, Line: 1, Column: 1, Code: CodeSyntax,
+	return Finding{Diagnostic: diag.Diagnostic{Severity: diag.Error, File: file, Line: 1, Column: 1, Code: CodeSyntax,
 		Message: fmt.Sprintf("the embedded schema failed to load: %v", err),
-		Hint:    "please report this as a facets bug"}
+		Hint:    "please report this as a facets bug"}}
 }

@@ -19,6 +19,8 @@ import (
 	"cuelang.org/go/cue/token"
 	cuejson "cuelang.org/go/encoding/json"
 	cueyaml "cuelang.org/go/encoding/yaml"
+
+	"github.com/facets-dev/facets/diag"
 )
 
 // Finding codes reported by validation.
@@ -32,15 +34,12 @@ const (
 	CodeInvalidValue = "invalid-value" // a value violates the schema
 )
 
-// Finding is one schema violation at a position in the validated file.
+// Finding is one schema violation at a position in the validated file: an
+// error diagnostic, and the field it is about for the callers that drop or
+// relax that field.
 type Finding struct {
-	File    string
-	Line    int
-	Column  int
-	Field   string // dotted path of the offending field, e.g. "tools.1"; empty for the document
-	Code    string
-	Message string
-	Hint    string
+	diag.Diagnostic
+	Field string // dotted path of the offending field, e.g. "tools.1"; empty for the document
 }
 
 // Result is the outcome of validating one document.
@@ -107,8 +106,8 @@ func (s *Schema) slowJSON(d Definition, file string, src []byte) (res *Result) {
 	lit, ok := expr.(*ast.StructLit)
 	if !ok {
 		line, col := posOf(expr.Pos())
-		return &Result{Findings: []Finding{{File: file, Line: line, Column: col, Code: CodeNotObject,
-			Message: "document must be a JSON object", Hint: "wrap the settings in { }"}}}
+		return &Result{Findings: []Finding{{Diagnostic: diag.Diagnostic{Severity: diag.Error, File: file, Line: line, Column: col, Code: CodeNotObject,
+			Message: "document must be a JSON object", Hint: "wrap the settings in { }"}}}}
 	}
 	return s.validate(d, file, lit, s.ctx.BuildExpr(lit))
 }
@@ -129,8 +128,8 @@ func (s *Schema) ValidateFrontmatter(d Definition, file string, yaml []byte, sta
 		}
 		line := startLine + bytes.Count(yaml[:i], []byte("\n"))
 		col := i - bytes.LastIndexByte(yaml[:i], '\n')
-		return &Result{Findings: []Finding{{File: file, Line: line, Column: col, Code: CodeSyntax,
-			Message: "frontmatter contains a lone carriage return", Hint: "save the file with LF line endings"}}}
+		return &Result{Findings: []Finding{{Diagnostic: diag.Diagnostic{Severity: diag.Error, File: file, Line: line, Column: col, Code: CodeSyntax,
+			Message: "frontmatter contains a lone carriage return", Hint: "save the file with LF line endings"}}}}
 	}
 	if r, ok := s.fastFrontmatter(d, file, yaml, startLine); ok {
 		return r
@@ -162,8 +161,8 @@ func (s *Schema) slowFrontmatter(d Definition, file string, yaml []byte, startLi
 			if line == 0 {
 				line, col = startLine, 1
 			}
-			return &Result{Findings: []Finding{{File: file, Line: line, Column: col, Code: CodeNotObject,
-				Message: "frontmatter must be a YAML mapping of key: value lines", Hint: "write one key: value per line"}}}
+			return &Result{Findings: []Finding{{Diagnostic: diag.Diagnostic{Severity: diag.Error, File: file, Line: line, Column: col, Code: CodeNotObject,
+				Message: "frontmatter must be a YAML mapping of key: value lines", Hint: "write one key: value per line"}}}}
 		}
 		lit.Elts = append(lit.Elts, field)
 	}
@@ -201,9 +200,9 @@ func (s *Schema) validate(d Definition, file string, lit *ast.StructLit, data cu
 		}
 		line, col := posOf(field.Label.Pos())
 		if present[name] {
-			res.Findings = append(res.Findings, Finding{File: file, Line: line, Column: col, Field: name,
+			res.Findings = append(res.Findings, Finding{Field: name, Diagnostic: diag.Diagnostic{Severity: diag.Error, File: file, Line: line, Column: col,
 				Code: CodeDuplicateKey, Message: fmt.Sprintf("duplicate key %q", name),
-				Hint: "keep one definition of this key"})
+				Hint: "keep one definition of this key"}})
 			continue
 		}
 		present[name] = true
@@ -218,8 +217,8 @@ func (s *Schema) validate(d Definition, file string, lit *ast.StructLit, data cu
 			if near := nearest(name, meta.names); near != "" {
 				hint = fmt.Sprintf("did you mean %q?", near)
 			}
-			res.Findings = append(res.Findings, Finding{File: file, Line: line, Column: col, Field: name,
-				Code: CodeUnknownField, Message: fmt.Sprintf("unknown field %q", name), Hint: hint})
+			res.Findings = append(res.Findings, Finding{Field: name, Diagnostic: diag.Diagnostic{Severity: diag.Error, File: file, Line: line, Column: col,
+				Code: CodeUnknownField, Message: fmt.Sprintf("unknown field %q", name), Hint: hint}})
 		}
 	}
 	for _, name := range meta.required {
@@ -232,8 +231,8 @@ func (s *Schema) validate(d Definition, file string, lit *ast.StructLit, data cu
 			if msg != "" {
 				m += ": " + msg
 			}
-			res.Findings = append(res.Findings, Finding{File: file, Line: docLine, Column: docCol, Field: name,
-				Code: CodeMissingField, Message: m, Hint: hint})
+			res.Findings = append(res.Findings, Finding{Field: name, Diagnostic: diag.Diagnostic{Severity: diag.Error, File: file, Line: docLine, Column: docCol,
+				Code: CodeMissingField, Message: m, Hint: hint}})
 		}
 	}
 
@@ -287,8 +286,8 @@ func (s *Schema) validate(d Definition, file string, lit *ast.StructLit, data cu
 		if got := describeValue(lit, path); got != "" {
 			msg += " (got " + got + ")"
 		}
-		res.Findings = append(res.Findings, Finding{File: file, Line: line, Column: col, Field: key,
-			Code: CodeInvalidValue, Message: msg, Hint: hint})
+		res.Findings = append(res.Findings, Finding{Field: key, Diagnostic: diag.Diagnostic{Severity: diag.Error, File: file, Line: line, Column: col,
+			Code: CodeInvalidValue, Message: msg, Hint: hint}})
 	}
 	res.Findings = append(res.Findings, s.entryFindings(d, file, lit, data, present, fieldPos, seen)...)
 	sortFindings(res.Findings)
@@ -326,7 +325,7 @@ func (s *Schema) entryFindings(d Definition, file string, lit *ast.StructLit, da
 			if got := describeValue(lit, []string{name, strconv.Itoa(i)}); got != "" {
 				msg += " (got " + got + ")"
 			}
-			out = append(out, Finding{File: file, Line: line, Column: col, Field: key, Code: CodeInvalidValue, Message: msg, Hint: hint})
+			out = append(out, Finding{Field: key, Diagnostic: diag.Diagnostic{Severity: diag.Error, File: file, Line: line, Column: col, Code: CodeInvalidValue, Message: msg, Hint: hint}})
 		}
 	}
 	return out
@@ -372,7 +371,7 @@ func posOf(p token.Pos) (int, int) {
 }
 
 func syntaxFinding(file string, err error, hint string) Finding {
-	f := Finding{File: file, Line: 1, Column: 1, Code: CodeSyntax, Hint: hint}
+	f := Finding{Diagnostic: diag.Diagnostic{Severity: diag.Error, File: file, Line: 1, Column: 1, Code: CodeSyntax, Hint: hint}}
 	errs := cueerrors.Errors(err)
 	if len(errs) > 0 {
 		for _, p := range cueerrors.Positions(errs[0]) {
@@ -408,9 +407,9 @@ func syntaxFinding(file string, err error, hint string) Finding {
 // one pathological file is reported instead of crashing the whole check.
 func recoverFinding(file string, res **Result) {
 	if r := recover(); r != nil {
-		*res = &Result{Findings: []Finding{{File: file, Line: 1, Column: 1, Code: CodeSyntax,
+		*res = &Result{Findings: []Finding{{Diagnostic: diag.Diagnostic{Severity: diag.Error, File: file, Line: 1, Column: 1, Code: CodeSyntax,
 			Message: fmt.Sprintf("the validator failed on this file: %v", r),
-			Hint:    "simplify the file; please report this input as a facets bug"}}}
+			Hint:    "simplify the file; please report this input as a facets bug"}}}}
 	}
 }
 
@@ -456,8 +455,8 @@ func checkUTF8(file string, src []byte, startLine int) (Finding, bool) {
 	for i := 0; i < len(src); {
 		r, size := utf8.DecodeRune(src[i:])
 		if r == utf8.RuneError && size <= 1 {
-			return Finding{File: file, Line: line, Column: col, Code: CodeEncoding,
-				Message: fmt.Sprintf("invalid UTF-8 byte 0x%02x", src[i]), Hint: "save the file as UTF-8"}, false
+			return Finding{Diagnostic: diag.Diagnostic{Severity: diag.Error, File: file, Line: line, Column: col, Code: CodeEncoding,
+				Message: fmt.Sprintf("invalid UTF-8 byte 0x%02x", src[i]), Hint: "save the file as UTF-8"}}, false
 		}
 		if r == '\n' {
 			line, col = line+1, 1

@@ -1,27 +1,17 @@
 package manifest
 
-// Severity ranks a diagnostic.
-type Severity string
+import "github.com/facets-dev/facets/diag"
+
+// Severity ranks a diagnostic; see diag.Severity.
+type Severity = diag.Severity
 
 // Diagnostic severities.
 const (
-	Error   Severity = "error"
-	Warning Severity = "warning"
-	Info    Severity = "info"
+	Error   = diag.Error
+	Warning = diag.Warning
+	Info    = diag.Info
 )
 
-// Diagnostic is one finding about the input, located in a file where
-// possible. Line and Column are 1-based; zero means the whole file. The
-// manifest records the compile's diagnostics, so the type lives here.
-type Diagnostic struct {
-	Severity Severity `json:"severity"`
-	Code     string   `json:"code"`
-	File     string   `json:"file,omitempty"`
-	Line     int      `json:"line,omitempty"`
-	Column   int      `json:"column,omitempty"`
-	Message  string   `json:"message"`
-	Hint     string   `json:"hint,omitempty"`
-	// Subject names the profile or role the diagnostic is about, so an
-	// exact-name compile can report the matching diagnostic.
-	Subject string `json:"subject,omitempty"`
-}
+// Diagnostic is one finding about the input; see diag.Diagnostic. The
+// manifest records the compile's diagnostics, so it names the type too.
+type Diagnostic = diag.Diagnostic

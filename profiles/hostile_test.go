@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/facets-dev/facets/diag"
 	"github.com/facets-dev/facets/internal/safefile/safefiletest"
 )
 
@@ -73,5 +74,46 @@ func TestHostileFiles(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestMainFilesSeverity checks that MAIN.md never stops a compile: a blank
+// file is information, a file that cannot be used a warning, and both name
+// the file.
+func TestMainFilesSeverity(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		content string
+		dir     bool // MAIN.md is a directory instead
+		code    string
+		sev     diag.Severity
+	}{
+		{"blank", " \n\n", false, "empty-main", diag.Info},
+		{"invalid utf-8", "policy \xff\n", false, "invalid-utf8-main", diag.Warning},
+		{"directory", "", true, "not-regular-main", diag.Warning},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			agent := filepath.Join(t.TempDir(), "agent")
+			path := filepath.Join(agent, "facets", "MAIN.md")
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			if tc.dir {
+				err = os.Mkdir(path, 0o755)
+			} else {
+				err = os.WriteFile(path, []byte(tc.content), 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			files, probs := MainFiles(Env{AgentDir: agent, Cwd: t.TempDir()}, false)
+			if len(files) != 0 || len(probs) != 1 {
+				t.Fatalf("MainFiles = %d files, problems %+v; want no file and one problem", len(files), probs)
+			}
+			if p := probs[0]; p.Code != tc.code || p.Severity != tc.sev || p.File != path {
+				t.Errorf("problem = %s %s %s; want %s %s %s", p.Severity, p.Code, p.File, tc.sev, tc.code, path)
+			}
+		})
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/facets-dev/facets/diag"
 )
 
 // LayoutProblems finds entries whose names nearly match a folder or file
@@ -12,7 +14,7 @@ import (
 // main.md for MAIN.md). facets would skip them without a word, so each is
 // reported with the name it probably meant. Project directories are only
 // looked at when the project is trusted, as nothing else is read there.
-func LayoutProblems(env Env, trusted bool) []Problem {
+func LayoutProblems(env Env, trusted bool) []diag.Diagnostic {
 	type want struct {
 		dir   string
 		names []string
@@ -32,7 +34,7 @@ func LayoutProblems(env Env, trusted bool) []Problem {
 				want{filepath.Join(d, ".pi", "facets"), []string{"profiles", "MAIN.md"}})
 		}
 	}
-	var out []Problem
+	var out []diag.Diagnostic
 	seen := map[string]bool{}
 	for _, w := range wants {
 		des, err := os.ReadDir(w.dir)
@@ -49,7 +51,7 @@ func LayoutProblems(env Env, trusted bool) []Problem {
 					continue
 				}
 				seen[p] = true
-				out = append(out, Problem{Path: p, Code: "misnamed-path",
+				out = append(out, diag.Diagnostic{Severity: diag.Warning, File: p, Code: "misnamed-path",
 					Message: fmt.Sprintf("%q is not read by facets; did you mean %q?", de.Name(), name),
 					Hint:    fmt.Sprintf("rename it to %s", filepath.Join(w.dir, name))})
 			}

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/facets-dev/facets/diag"
 )
 
 func TestNearName(t *testing.T) {
@@ -47,7 +49,10 @@ func TestLayoutProblems(t *testing.T) {
 	env := Env{AgentDir: agent, Cwd: cwd}
 	got := map[string]bool{}
 	for _, p := range LayoutProblems(env, true) {
-		got[p.Path] = true
+		got[p.File] = true
+		if p.Severity != diag.Warning {
+			t.Errorf("%s: severity %s, want warning: a misnamed path never stops the compile", p.File, p.Severity)
+		}
 	}
 	want := map[string]bool{
 		filepath.Join(agent, "facets", "profile"):       true,
@@ -65,8 +70,8 @@ func TestLayoutProblems(t *testing.T) {
 	}
 	// Untrusted: the project is not looked at.
 	for _, p := range LayoutProblems(env, false) {
-		if p.Path == filepath.Join(cwd, ".pi", "facets", "Profiles") {
-			t.Errorf("untrusted project reported: %s", p.Path)
+		if p.File == filepath.Join(cwd, ".pi", "facets", "Profiles") {
+			t.Errorf("untrusted project reported: %s", p.File)
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/facets-dev/facets/diag"
 )
 
 // MainFile is one non-empty MAIN.md orchestration-policy file.
@@ -20,7 +22,7 @@ type MainFile struct {
 // <dir>/.pi/facets/MAIN.md from the root down to the working directory.
 // Missing and blank files are skipped; other problems are reported and do
 // not stop the remaining files.
-func MainFiles(env Env, trusted bool) ([]MainFile, []Problem) {
+func MainFiles(env Env, trusted bool) ([]MainFile, []diag.Diagnostic) {
 	type cand struct {
 		path  string
 		scope Scope
@@ -32,7 +34,7 @@ func MainFiles(env Env, trusted bool) ([]MainFile, []Problem) {
 		}
 	}
 	var files []MainFile
-	var probs []Problem
+	var probs []diag.Diagnostic
 	seen := map[string]bool{}
 	for _, c := range cands {
 		if seen[c.path] {
@@ -44,20 +46,29 @@ func MainFiles(env Env, trusted bool) ([]MainFile, []Problem) {
 		}
 		b, ps := readLimited(c.path, MaxMainBytes, "", "main")
 		if len(ps) > 0 {
-			probs = append(probs, ps...)
+			probs = append(probs, warnings(ps)...)
 			continue
 		}
 		if p, ok := checkText(c.path, b, "", "main"); !ok {
-			probs = append(probs, p)
+			probs = append(probs, warnings([]diag.Diagnostic{p})...)
 			continue
 		}
 		content := strings.TrimSpace(string(b))
 		if content == "" {
-			probs = append(probs, Problem{Path: c.path, Code: "empty-main",
+			probs = append(probs, diag.Diagnostic{Severity: diag.Info, File: c.path, Code: "empty-main",
 				Message: "MAIN.md is empty and contributes nothing", Hint: "write orchestration policy or delete the file"})
 			continue
 		}
 		files = append(files, MainFile{Path: c.path, Scope: c.scope, Content: content, Raw: b})
 	}
 	return files, probs
+}
+
+// warnings lowers the file-reading errors of a MAIN.md to warnings: a bad
+// policy file is skipped, it does not stop the compile.
+func warnings(ds []diag.Diagnostic) []diag.Diagnostic {
+	for i := range ds {
+		ds[i].Severity = diag.Warning
+	}
+	return ds
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/facets-dev/facets/diag"
 	"github.com/facets-dev/facets/internal/envvar"
 	"github.com/facets-dev/facets/internal/safefile"
 )
@@ -41,7 +42,7 @@ type RoleSources struct {
 }
 
 // RoleFile is one discovered role definition. Data is nil when the file
-// could not be read; a Problem then says why.
+// could not be read; a diagnostic then says why.
 type RoleFile struct {
 	Layer           string
 	Path            string
@@ -66,7 +67,7 @@ type Roles struct {
 
 // DiscoverRoles finds and reads role definitions in every layer. It never
 // stops at a bad file: each problem is reported and discovery continues.
-func DiscoverRoles(src RoleSources) (Roles, []Problem) {
+func DiscoverRoles(src RoleSources) (Roles, []diag.Diagnostic) {
 	d := &roleDiscovery{packages: map[string]packageIdentity{}}
 	if src.BundledDir != "" {
 		dir := src.BundledDir
@@ -89,7 +90,7 @@ func DiscoverRoles(src RoleSources) (Roles, []Problem) {
 
 type roleDiscovery struct {
 	out      Roles
-	problems []Problem
+	problems []diag.Diagnostic
 	packages map[string]packageIdentity // by start directory
 }
 
@@ -97,7 +98,7 @@ type packageIdentity struct {
 	name, version string
 }
 
-func (d *roleDiscovery) problem(p Problem) { d.problems = append(d.problems, p) }
+func (d *roleDiscovery) problem(p diag.Diagnostic) { d.problems = append(d.problems, p) }
 
 // layerDir reads the direct .md children of a bundled, global or project
 // roles directory. A missing directory is an empty layer unless it was
@@ -108,13 +109,13 @@ func (d *roleDiscovery) layerDir(layer, dir string, required bool) {
 		return
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		d.problem(Problem{Path: dir, Code: "missing-bundled-roles-dir",
+		d.problem(diag.Diagnostic{Severity: diag.Error, File: dir, Code: "missing-bundled-roles-dir",
 			Message: fmt.Sprintf("Bundled roles directory does not exist: %s", dir),
 			Hint:    "point --bundled-roles or " + envvar.BundledRoles + " at the host package's agents/ directory, or unset it"})
 		return
 	}
 	if err != nil {
-		d.problem(Problem{Path: dir, Code: "unreadable-role-dir",
+		d.problem(diag.Diagnostic{Severity: diag.Error, File: dir, Code: "unreadable-role-dir",
 			Message: fmt.Sprintf("Cannot read %s role directory %s: %v", layer, dir, unwrapPath(err)),
 			Hint:    "make it a readable directory of .md role files"})
 		return
@@ -122,7 +123,7 @@ func (d *roleDiscovery) layerDir(layer, dir string, required bool) {
 	// Files are read in parallel and recorded in name order.
 	type read struct {
 		data []byte
-		p    *Problem
+		p    *diag.Diagnostic
 	}
 	reads := make([]read, len(names))
 	forEach(len(names), func(i int) {
@@ -145,7 +146,7 @@ func (d *roleDiscovery) packs(paths []string) {
 	seenFile := map[string]bool{}
 	for _, p := range paths {
 		if !filepath.IsAbs(p) {
-			d.problem(Problem{Path: p, Code: "invalid-role-pack-path",
+			d.problem(diag.Diagnostic{Severity: diag.Error, File: p, Code: "invalid-role-pack-path",
 				Message: "Role packs must register an absolute file or directory path.",
 				Hint:    fmt.Sprintf("%q is not absolute; pass an absolute path to --role-pack or %s", p, envvar.RolePacks)})
 			continue
@@ -157,7 +158,7 @@ func (d *roleDiscovery) packs(paths []string) {
 		seenPath[p] = true
 		fi, err := os.Stat(p)
 		if errors.Is(err, fs.ErrNotExist) {
-			d.problem(Problem{Path: p, Code: "missing-role-pack-path",
+			d.problem(diag.Diagnostic{Severity: diag.Error, File: p, Code: "missing-role-pack-path",
 				Message: fmt.Sprintf("Registered role-pack path does not exist: %s", p),
 				Hint:    "fix or remove the registration"})
 			continue
@@ -176,7 +177,7 @@ func (d *roleDiscovery) packs(paths []string) {
 				continue
 			}
 			if len(names) == 0 {
-				d.problem(Problem{Path: p, Code: "empty-role-pack",
+				d.problem(diag.Diagnostic{Severity: diag.Warning, File: p, Code: "empty-role-pack",
 					Message: fmt.Sprintf("Registered role-pack directory has no .md files: %s", p),
 					Hint:    "role packs register a directory whose direct children are <role>.md files"})
 			}
@@ -192,7 +193,7 @@ func (d *roleDiscovery) packs(paths []string) {
 		}
 		id := d.identity(start)
 		if fi.Mode().IsRegular() && !strings.HasSuffix(p, ".md") {
-			d.problem(Problem{Path: p, Code: "invalid-role-pack-file", Subject: strings.TrimSuffix(filepath.Base(p), filepath.Ext(p)),
+			d.problem(diag.Diagnostic{Severity: diag.Error, File: p, Code: "invalid-role-pack-file", Subject: strings.TrimSuffix(filepath.Base(p), filepath.Ext(p)),
 				Message: fmt.Sprintf("Registered role-pack file must use the .md extension: %s", p),
 				Hint:    providerHint(id)})
 			continue
@@ -212,7 +213,7 @@ func (d *roleDiscovery) packs(paths []string) {
 }
 
 func (d *roleDiscovery) unreadablePack(p string, err error) {
-	d.problem(Problem{Path: p, Code: "unreadable-role-pack-path",
+	d.problem(diag.Diagnostic{Severity: diag.Error, File: p, Code: "unreadable-role-pack-path",
 		Message: fmt.Sprintf("Cannot read registered role-pack path %s: %v", p, unwrapPath(err)),
 		Hint:    "register a readable .md file or a directory of them"})
 }
@@ -240,7 +241,7 @@ func (d *roleDiscovery) readRole(layer, path string, id packageIdentity) {
 }
 
 // recordRole adds a role file that readRoleFile read.
-func (d *roleDiscovery) recordRole(layer, path string, id packageIdentity, data []byte, p *Problem) {
+func (d *roleDiscovery) recordRole(layer, path string, id packageIdentity, data []byte, p *diag.Diagnostic) {
 	stem := strings.TrimSuffix(filepath.Base(path), ".md")
 	rf := RoleFile{Layer: layer, Path: path, Stem: stem, Provider: id.name, ProviderVersion: id.version}
 	if p != nil {
@@ -255,7 +256,7 @@ func (d *roleDiscovery) recordRole(layer, path string, id packageIdentity, data 
 }
 
 // readRoleFile reads a regular file of at most MaxRoleFileBytes.
-func readRoleFile(path string) ([]byte, *Problem) {
+func readRoleFile(path string) ([]byte, *diag.Diagnostic) {
 	data, err := safefile.ReadFile(path, MaxRoleFileBytes)
 	var big *safefile.TooLargeError
 	switch {
@@ -266,11 +267,11 @@ func readRoleFile(path string) ([]byte, *Problem) {
 		if big.Size < 0 {
 			size = "more than " + fmt.Sprint(MaxRoleFileBytes) // it grew after the size check
 		}
-		return nil, &Problem{Path: path, Code: "oversized-role-definition",
+		return nil, &diag.Diagnostic{Severity: diag.Error, File: path, Code: "oversized-role-definition",
 			Message: fmt.Sprintf("Role definition %s is %s bytes; the limit is %d bytes", path, size, MaxRoleFileBytes),
 			Hint:    "shorten the role prompt or move reference material into a skill"}
 	}
-	return nil, &Problem{Path: path, Code: "unreadable-role-definition",
+	return nil, &diag.Diagnostic{Severity: diag.Error, File: path, Code: "unreadable-role-definition",
 		Message: fmt.Sprintf("Cannot read role definition %s: %v", path, unwrapPath(err)),
 		Hint:    "make it a readable regular file"}
 }
@@ -318,7 +319,7 @@ func (d *roleDiscovery) identity(start string) packageIdentity {
 
 func (d *roleDiscovery) readPackage(path string) packageIdentity {
 	warn := func(err error) packageIdentity {
-		d.problem(Problem{Path: path, Code: "invalid-package-json",
+		d.problem(diag.Diagnostic{Severity: diag.Warning, File: path, Code: "invalid-package-json",
 			Message: fmt.Sprintf("Cannot read package.json %s: %v; role-pack identity lookup stops here", path, err),
 			Hint:    "fix the package.json; roles from this pack have no provider name or version"})
 		return packageIdentity{}
@@ -345,7 +346,7 @@ func (d *roleDiscovery) readPackage(path string) packageIdentity {
 		}
 		if err := json.Unmarshal(raw, f.dst); err != nil || string(raw) == "null" {
 			*f.dst = ""
-			d.problem(Problem{Path: path, Code: "invalid-package-json",
+			d.problem(diag.Diagnostic{Severity: diag.Warning, File: path, Code: "invalid-package-json",
 				Message: fmt.Sprintf("package.json %s: %q is %s, not a string; it is ignored", path, f.key, jsonKind(raw)),
 				Hint:    fmt.Sprintf("make %q a string; until then roles from this pack have no provider %s", f.key, f.key)})
 		}

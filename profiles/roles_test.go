@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/facets-dev/facets/diag"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -112,7 +113,7 @@ func summarizeRoles(root string, r Roles) []roleFileSummary {
 	return out
 }
 
-func roleProblemCodes(ps []Problem) []string {
+func roleProblemCodes(ps []diag.Diagnostic) []string {
 	var out []string
 	for _, p := range ps {
 		out = append(out, p.Code)
@@ -206,7 +207,7 @@ func TestDiscoverRolesProblems(t *testing.T) {
 	}
 	done := make(chan struct{})
 	var got Roles
-	var probs []Problem
+	var probs []diag.Diagnostic
 	go func() {
 		got, probs = DiscoverRoles(src)
 		close(done)
@@ -224,6 +225,9 @@ func TestDiscoverRolesProblems(t *testing.T) {
 	for _, p := range probs {
 		if p.Message == "" || p.Hint == "" {
 			t.Errorf("problem %s lacks message or hint: %+v", p.Code, p)
+		}
+		if p.Severity != diag.Error {
+			t.Errorf("problem %s has severity %s, want error: each loses a role", p.Code, p.Severity)
 		}
 	}
 	want := []roleFileSummary{

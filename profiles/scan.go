@@ -11,6 +11,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/facets-dev/facets/diag"
 	"github.com/facets-dev/facets/internal/safefile"
 )
 
@@ -74,15 +75,15 @@ type Entry struct {
 	ConfigPath   string
 	Config       []byte
 	Instructions *File // instructions.md, directory form only; nil when absent
-	Problems     []Problem
+	Problems     []diag.Diagnostic
 }
 
 // ScopeProfiles is everything one profiles directory contributed.
 type ScopeProfiles struct {
 	Scope    Scope
 	Dir      string
-	Entries  []Entry   // sorted by name
-	Problems []Problem // problems not tied to one valid-looking entry
+	Entries  []Entry           // sorted by name
+	Problems []diag.Diagnostic // problems not tied to one valid-looking entry
 }
 
 // Invalid reports whether the entry failed a filesystem-level check.
@@ -99,7 +100,7 @@ func ScanProfiles(dir string, scope Scope) ScopeProfiles {
 		return out
 	}
 	if err != nil {
-		out.Problems = append(out.Problems, Problem{Path: dir, Code: "unreadable-profiles-dir",
+		out.Problems = append(out.Problems, diag.Diagnostic{Severity: diag.Error, File: dir, Code: "unreadable-profiles-dir",
 			Message: fmt.Sprintf("cannot read profiles directory: %v", unwrapPath(err)),
 			Hint:    "check the directory's permissions"})
 		if len(des) == 0 {
@@ -115,7 +116,7 @@ func ScanProfiles(dir string, scope Scope) ScopeProfiles {
 		p := filepath.Join(dir, de.Name())
 		mode, err := entryMode(p, de)
 		if err != nil {
-			out.Problems = append(out.Problems, Problem{Path: p, Code: "unreadable-profile",
+			out.Problems = append(out.Problems, diag.Diagnostic{Severity: diag.Error, File: p, Code: "unreadable-profile",
 				Message: fmt.Sprintf("cannot stat profile entry: %v", unwrapPath(err)),
 				Hint:    "remove the broken entry or fix its target"})
 			continue
@@ -152,12 +153,12 @@ func ScanProfiles(dir string, scope Scope) ScopeProfiles {
 			e.Form, e.Dir, e.ConfigPath = Legacy, dir, c.legacy
 		}
 		if !ValidName(name) {
-			e.Problems = append(e.Problems, Problem{Path: e.ConfigPath, Code: "invalid-profile-name", Subject: name,
+			e.Problems = append(e.Problems, diag.Diagnostic{Severity: diag.Error, File: e.ConfigPath, Code: "invalid-profile-name", Subject: name,
 				Message: "profile entry name must be 1-64 characters using letters, numbers, dot, underscore, or hyphen",
 				Hint:    "rename the directory or file; start with a letter or digit"})
 		}
 		if c.dir != "" && c.legacy != "" {
-			e.Problems = append(e.Problems, Problem{Path: c.dir, Code: "duplicate-profile-form", Subject: name,
+			e.Problems = append(e.Problems, diag.Diagnostic{Severity: diag.Error, File: c.dir, Code: "duplicate-profile-form", Subject: name,
 				Message: fmt.Sprintf("duplicate profile '%s' is defined as both a JSON file and a directory", name),
 				Hint:    fmt.Sprintf("keep either %s/config.json or %s.json, not both", name, name)})
 		}
@@ -191,10 +192,10 @@ func entryMode(p string, de fs.DirEntry) (fs.FileMode, error) {
 
 // readLimited reads a regular file of at most max bytes without ever
 // reading more than max+1 bytes, so a huge file cannot exhaust memory.
-func readLimited(path string, max int64, subject, what string) ([]byte, []Problem) {
+func readLimited(path string, max int64, subject, what string) ([]byte, []diag.Diagnostic) {
 	base := filepath.Base(path)
-	fail := func(code, msg, hint string) ([]byte, []Problem) {
-		return nil, []Problem{{Path: path, Code: code, Message: msg, Hint: hint, Subject: subject}}
+	fail := func(code, msg, hint string) ([]byte, []diag.Diagnostic) {
+		return nil, []diag.Diagnostic{{Severity: diag.Error, File: path, Code: code, Message: msg, Hint: hint, Subject: subject}}
 	}
 	b, err := safefile.ReadFile(path, max)
 	var big *safefile.TooLargeError
@@ -218,7 +219,7 @@ func readLimited(path string, max int64, subject, what string) ([]byte, []Proble
 // readInstructions applies the instructions.md rules: absent means "use the
 // inline field"; anything else that is wrong invalidates the profile, with
 // no fallback to the inline text.
-func readInstructions(path, subject string) (*File, []Problem) {
+func readInstructions(path, subject string) (*File, []diag.Diagnostic) {
 	b, probs := readLimited(path, MaxInstructionsBytes, subject, "instructions")
 	if len(probs) > 0 {
 		// Only now tell absent from a dangling symlink: most profiles
@@ -229,14 +230,14 @@ func readInstructions(path, subject string) (*File, []Problem) {
 		return nil, probs
 	}
 	if p, ok := checkText(path, b, subject, "instructions"); !ok {
-		return nil, []Problem{p}
+		return nil, []diag.Diagnostic{p}
 	}
 	if strings.TrimSpace(string(b)) == "" {
-		return nil, []Problem{{Path: path, Line: 1, Column: 1, Code: "empty-instructions", Subject: subject,
+		return nil, []diag.Diagnostic{{Severity: diag.Error, File: path, Line: 1, Column: 1, Code: "empty-instructions", Subject: subject,
 			Message: "instructions.md must be a non-empty string", Hint: "write the instructions or delete the file"}}
 	}
 	if n := UTF16Len(string(b)); n > MaxInstructionsChars {
-		return nil, []Problem{{Path: path, Code: "oversized-instructions", Subject: subject,
+		return nil, []diag.Diagnostic{{Severity: diag.Error, File: path, Code: "oversized-instructions", Subject: subject,
 			Message: fmt.Sprintf("instructions.md exceeds %d characters (it has %d)", MaxInstructionsChars, n),
 			Hint:    "shorten the instructions"}}
 	}
@@ -245,15 +246,15 @@ func readInstructions(path, subject string) (*File, []Problem) {
 
 // checkText rejects invalid UTF-8, naming the line and column of the first
 // bad byte, because decoding would otherwise replace it silently.
-func checkText(path string, b []byte, subject, what string) (Problem, bool) {
+func checkText(path string, b []byte, subject, what string) (diag.Diagnostic, bool) {
 	if utf8.Valid(b) {
-		return Problem{}, true
+		return diag.Diagnostic{}, true
 	}
 	line, col := 1, 1
 	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
 		if r == utf8.RuneError && size <= 1 {
-			return Problem{Path: path, Line: line, Column: col, Code: "invalid-utf8-" + what, Subject: subject,
+			return diag.Diagnostic{Severity: diag.Error, File: path, Line: line, Column: col, Code: "invalid-utf8-" + what, Subject: subject,
 				Message: fmt.Sprintf("%s is not valid UTF-8 (byte 0x%02x)", filepath.Base(path), b[i]),
 				Hint:    "save the file as UTF-8"}, false
 		}
@@ -264,7 +265,7 @@ func checkText(path string, b []byte, subject, what string) (Problem, bool) {
 		}
 		i += size
 	}
-	return Problem{}, true
+	return diag.Diagnostic{}, true
 }
 
 // UTF16Len counts UTF-16 code units (JavaScript's .length), the unit the

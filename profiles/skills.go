@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/facets-dev/facets/diag"
 )
 
 // Bounds of the private-skills walk, so a skills/ symlink to / or to a
@@ -25,19 +27,19 @@ const (
 // once, which also stops symlink loops. Paths are returned depth-first in
 // sorted order. The walk never enters /proc, /sys or /dev and stops, with
 // one problem, beyond MaxSkillDepth levels or MaxSkillEntries entries.
-func PrivateSkills(profileDir, subject string) ([]string, []Problem) {
+func PrivateSkills(profileDir, subject string) ([]string, []diag.Diagnostic) {
 	return privateSkills(profileDir, subject, MaxSkillDepth, MaxSkillEntries)
 }
 
-func privateSkills(profileDir, subject string, maxDepth, maxEntries int) ([]string, []Problem) {
+func privateSkills(profileDir, subject string, maxDepth, maxEntries int) ([]string, []diag.Diagnostic) {
 	root := filepath.Join(profileDir, "skills")
 	var skills []string
-	var probs []Problem
+	var probs []diag.Diagnostic
 	visited := map[fileID]bool{}
 	entries, stopped := 0, false
 	stop := func(path, msg, hint string) {
 		stopped = true
-		probs = append(probs, Problem{Path: path, Code: "skills-walk-stopped", Subject: subject, Message: msg, Hint: hint})
+		probs = append(probs, diag.Diagnostic{Severity: diag.Error, File: path, Code: "skills-walk-stopped", Subject: subject, Message: msg, Hint: hint})
 	}
 	depthOf := func(dir string) int {
 		rel, _ := filepath.Rel(root, dir)
@@ -78,7 +80,7 @@ func privateSkills(profileDir, subject string, maxDepth, maxEntries int) ([]stri
 		}
 		des, err := os.ReadDir(dir)
 		if err != nil {
-			probs = append(probs, Problem{Path: dir, Code: "unreadable-skills", Subject: subject,
+			probs = append(probs, diag.Diagnostic{Severity: diag.Error, File: dir, Code: "unreadable-skills", Subject: subject,
 				Message: fmt.Sprintf("cannot read skills directory: %v", unwrapPath(err)),
 				Hint:    "check the directory's permissions"})
 			return
@@ -99,7 +101,7 @@ func privateSkills(profileDir, subject string, maxDepth, maxEntries int) ([]stri
 			p := filepath.Join(dir, name)
 			fi, err := os.Stat(p)
 			if err != nil {
-				probs = append(probs, Problem{Path: p, Code: "unreadable-skills", Subject: subject,
+				probs = append(probs, diag.Diagnostic{Severity: diag.Error, File: p, Code: "unreadable-skills", Subject: subject,
 					Message: fmt.Sprintf("cannot stat skill entry: %v", unwrapPath(err)),
 					Hint:    "remove the broken entry or fix its target"})
 				continue
@@ -121,7 +123,7 @@ func privateSkills(profileDir, subject string, maxDepth, maxEntries int) ([]stri
 		return nil, nil
 	}
 	if err != nil {
-		return nil, []Problem{{Path: root, Code: "unreadable-skills", Subject: subject,
+		return nil, []diag.Diagnostic{{Severity: diag.Error, File: root, Code: "unreadable-skills", Subject: subject,
 			Message: fmt.Sprintf("cannot resolve skills directory: %v", unwrapPath(err)),
 			Hint:    "remove the broken symlink or fix its target"}}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/facets-dev/facets/diag"
 	"github.com/facets-dev/facets/internal/safefile/safefiletest"
 )
 
@@ -48,7 +49,7 @@ func TestPrivateSkillsWalkIsBounded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			tc.setup(t, filepath.Join(dir, "skills"))
-			var probs []Problem
+			var probs []diag.Diagnostic
 			safefiletest.Within(t, func() { _, probs = privateSkills(dir, "p", MaxSkillDepth, testEntries) })
 			if len(probs) != 1 || probs[0].Code != "skills-walk-stopped" || !strings.Contains(probs[0].Message, tc.want) {
 				t.Fatalf("problems = %+v, want one skills-walk-stopped mentioning %q", probs, tc.want)

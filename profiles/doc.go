@@ -5,16 +5,3 @@
 // the filesystem can tell (file kinds, sizes, encodings, names); schema
 // validation and resolution happen later, in the cue and compiler packages.
 package profiles
-
-// Problem is something wrong with a file found during discovery. Line and
-// Column are 1-based and zero when the problem concerns the whole file.
-type Problem struct {
-	Path    string
-	Line    int
-	Column  int
-	Code    string
-	Message string
-	Hint    string
-	// Subject is the profile or role name the problem is about, when known.
-	Subject string
-}
