@@ -3,6 +3,8 @@ package channel
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -44,8 +46,10 @@ type Watcher struct {
 	channels map[string]*watched // by channel dir
 	slots    map[string]slot     // attached watch path → owner
 	dirty    map[string]bool     // woken by Add, waiting for the loop
+	closing  map[string]bool     // channels told closing; kept after they end
 
 	poke    chan struct{}
+	flush   chan chan struct{}
 	done    chan struct{}
 	stopped chan struct{}
 	once    sync.Once
@@ -80,8 +84,8 @@ func NewWatcher(d Direction, scan func(*Channel), opts WatchOptions) (*Watcher, 
 		opts.Report = func(error) {}
 	}
 	w := &Watcher{direction: d, scan: scan, opts: opts,
-		channels: map[string]*watched{}, slots: map[string]slot{}, dirty: map[string]bool{},
-		poke: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
+		channels: map[string]*watched{}, slots: map[string]slot{}, dirty: map[string]bool{}, closing: map[string]bool{},
+		poke: make(chan struct{}, 1), flush: make(chan chan struct{}), done: make(chan struct{}), stopped: make(chan struct{})}
 	if !opts.noNotify {
 		fw, err := fsnotify.NewWatcher()
 		if err != nil {
@@ -111,17 +115,44 @@ func (w *Watcher) Add(ch *Channel) {
 func (w *Watcher) Remove(ch *Channel) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, ok := w.channels[ch.Dir()]; !ok {
+	w.drop(ch.Dir())
+}
+
+// Closing tells the watcher that ch is being closed, so its directory may
+// be removed at any moment (the runtime removes a closed run's channel once
+// its messages are delivered, and a channel is never recreated). From then
+// on a missing directory is the end of the channel, not a failure: it is
+// not reported (also after a later Add), and scans go on until the owner,
+// who sees the directory gone, calls Remove.
+func (w *Watcher) Closing(ch *Channel) {
+	w.mu.Lock()
+	w.closing[ch.Dir()] = true
+	w.mu.Unlock()
+}
+
+// drop forgets a channel and its watches; w.mu is held.
+func (w *Watcher) drop(dir string) {
+	if _, ok := w.channels[dir]; !ok {
 		return
 	}
-	for _, p := range w.paths(ch.Dir()) {
+	for _, p := range w.paths(dir) {
 		if _, ok := w.slots[p]; ok {
 			_ = w.fw.Remove(p)
 			delete(w.slots, p)
 		}
 	}
-	delete(w.channels, ch.Dir())
-	delete(w.dirty, ch.Dir())
+	delete(w.channels, dir)
+	delete(w.dirty, dir)
+}
+
+// ended reports whether dir is a channel told closing whose directory is
+// gone; w.mu is held.
+func (w *Watcher) ended(dir string) bool {
+	if !w.closing[dir] {
+		return false
+	}
+	_, err := os.Lstat(dir)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // Close stops the watcher and waits until its goroutine, timers and
@@ -138,6 +169,19 @@ func (w *Watcher) Close() error {
 		}
 	})
 	return err
+}
+
+// Flush scans every channel woken so far (by Add or a file event already
+// read) at once, without waiting for the coalescing window, and returns when
+// those scans are done or the watcher is closed. With Add of every channel
+// before it, it is a barrier: whatever was written before is seen.
+func (w *Watcher) Flush() {
+	done := make(chan struct{})
+	select {
+	case w.flush <- done:
+		<-done
+	case <-w.stopped:
+	}
 }
 
 func (w *Watcher) wake() {
@@ -177,7 +221,11 @@ func (w *Watcher) attach(dir string) {
 		w.slots[p] = slot{dir: dir, inbox: i == 1}
 	}
 	var report error
-	if len(errs) > 0 {
+	if len(errs) > 0 && w.ended(dir) {
+		// The end of a closing channel, not a failure: its owner learns of
+		// it from the next scan and stops watching it.
+		wc.reported = ""
+	} else if len(errs) > 0 {
 		msg := errors.Join(errs...).Error()
 		if msg != wc.reported {
 			wc.reported = msg
@@ -276,12 +324,11 @@ func (w *Watcher) run() {
 				mark(dir)
 			}
 		case <-w.poke:
-			w.mu.Lock()
-			for dir := range w.dirty {
-				mark(dir)
-			}
-			clear(w.dirty)
-			w.mu.Unlock()
+			w.markDirty(mark)
+		case done := <-w.flush:
+			w.markDirty(mark)
+			scanDue(true)
+			close(done)
 		case <-timer.C:
 			scanDue(false)
 		case <-rescan.C:
@@ -293,6 +340,16 @@ func (w *Watcher) run() {
 		}
 		schedule()
 	}
+}
+
+// markDirty hands the channels woken by Add to the loop.
+func (w *Watcher) markDirty(mark func(string)) {
+	w.mu.Lock()
+	for dir := range w.dirty {
+		mark(dir)
+	}
+	clear(w.dirty)
+	w.mu.Unlock()
 }
 
 // coalescer decides when each channel is scanned: at most once per window,
