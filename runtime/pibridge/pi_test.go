@@ -129,6 +129,9 @@ func installPi() (piInstall, error) {
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		return piInstall{}, err
 	}
+	if _, err := os.Stat(inst.cli); err != nil {
+		announce(fmt.Sprintf("runtime/pibridge: installing Node %s and Pi %s (about 475 MB) from the npm registry into %s for the real-Pi tests; this happens once", nodeVersion, piVersion, home))
+	}
 	env := append(os.Environ(), "npm_config_cache="+filepath.Join(home, "npm-cache"),
 		"npm_config_audit=false", "npm_config_fund=false", "npm_config_update_notifier=false")
 	if _, err := os.Stat(inst.node); err != nil {
@@ -148,6 +151,19 @@ func installPi() (piInstall, error) {
 		return piInstall{}, fmt.Errorf("pi --version: %v: %s", err, out)
 	}
 	return inst, nil
+}
+
+// announce prints a one-time notice where the person running the tests sees
+// it: go test shows nothing of a passing package unless -v is given, so the
+// notice goes to the controlling terminal when there is one, else to stderr
+// (shown with -v, or when the package fails).
+func announce(line string) {
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		fmt.Fprintln(tty, line)
+		tty.Close()
+		return
+	}
+	fmt.Fprintln(os.Stderr, line)
 }
 
 func npmInstall(npm string, env []string, prefix, spec string) error {
