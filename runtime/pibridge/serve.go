@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -105,7 +106,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts ServeOptions) 
 		return fmt.Errorf("serve: unknown role %q (want main or sub)", opts.Role)
 	}
 	defer s.closeChannels()
-	s.rx = channel.NewReceiver(s.dir, s.receipts, s.submit, func(p channel.Problem) { s.problem(p.Error()) })
+	s.rx = channel.NewReceiver(s.dir, s.receipts, s.submit, s.receiverProblem)
 	w, err := channel.NewWatcher(s.dir, s.scan, channel.WatchOptions{Report: func(err error) { s.problem(err.Error()) }})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -171,6 +172,19 @@ func (s *server) problem(msg string) {
 	if !seen {
 		s.emit(event{Type: "problem", Error: msg})
 	}
+}
+
+// receiverProblem reports what the receiver could not read, except a path
+// that is gone: a scan that raced with the runtime removing a closed run's
+// channel (or another reader's acknowledgement) found the end of that run
+// or message, not a problem.
+func (s *server) receiverProblem(p channel.Problem) {
+	if errors.Is(p, fs.ErrNotExist) {
+		if _, err := os.Lstat(p.Path); errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+	}
+	s.problem(p.Error())
 }
 
 func (s *server) handle(req request) {

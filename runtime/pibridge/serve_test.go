@@ -2,11 +2,15 @@ package pibridge
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -382,5 +386,24 @@ func TestServeSubChannelRemoved(t *testing.T) {
 		b.send(request{Op: "scan"})
 		b.next("close") // fails on any problem event on the way
 		b.quiet()
+	}
+}
+
+// TestServeScanRacingRemoval: a Main's scan may list an inbox while the
+// runtime removes the closed run's channel; the resulting "no such file or
+// directory" is the end of the run, not a channel error. A failure on a
+// path that still exists is still reported.
+func TestServeScanRacingRemoval(t *testing.T) {
+	var out bytes.Buffer
+	s := &server{out: json.NewEncoder(&out), reported: map[string]bool{}}
+	gone := filepath.Join(t.TempDir(), "run")
+	s.receiverProblem(channel.Problem{Path: gone, Err: fmt.Errorf("list %s/to-main: %w", gone, fs.ErrNotExist)})
+	if out.Len() != 0 {
+		t.Errorf("a removed channel was reported: %s", out.String())
+	}
+	here := t.TempDir()
+	s.receiverProblem(channel.Problem{Path: here, Err: fmt.Errorf("list %s/to-main: %w", here, fs.ErrNotExist)})
+	if !strings.Contains(out.String(), `"type":"problem"`) {
+		t.Errorf("a failure on an existing channel was not reported: %q", out.String())
 	}
 }
