@@ -174,11 +174,14 @@ func (s *server) problem(msg string) {
 	}
 }
 
-// receiverProblem reports what the receiver could not read, except a path
-// that is gone: a scan that raced with the runtime removing a closed run's
+// receiverProblem reports what the receiver could not read, except a
+// channel directory deleted while open or a path that is gone: a scan that raced with the runtime removing a closed run's
 // channel (or another reader's acknowledgement) found the end of that run
 // or message, not a problem.
 func (s *server) receiverProblem(p channel.Problem) {
+	if errors.Is(p, channel.ErrRemoved) {
+		return
+	}
 	if errors.Is(p, fs.ErrNotExist) {
 		if _, err := os.Lstat(p.Path); errors.Is(err, fs.ErrNotExist) {
 			return

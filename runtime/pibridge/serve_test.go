@@ -398,6 +398,7 @@ func TestServeScanRacingRemoval(t *testing.T) {
 	s := &server{out: json.NewEncoder(&out), reported: map[string]bool{}}
 	gone := filepath.Join(t.TempDir(), "run")
 	s.receiverProblem(channel.Problem{Path: gone, Err: fmt.Errorf("list %s/to-main: %w", gone, fs.ErrNotExist)})
+	s.receiverProblem(channel.Problem{Path: gone, Err: fmt.Errorf("list %s/to-main: %w", gone, channel.ErrRemoved)})
 	if out.Len() != 0 {
 		t.Errorf("a removed channel was reported: %s", out.String())
 	}
