@@ -175,17 +175,15 @@ func (s *server) problem(msg string) {
 }
 
 // receiverProblem reports what the receiver could not read, except a
-// channel directory deleted while open or a path that is gone: a scan that raced with the runtime removing a closed run's
-// channel (or another reader's acknowledgement) found the end of that run
-// or message, not a problem.
+// directory or file that is gone (ErrRemoved, or "no such file or
+// directory"): a scan that raced with the runtime removing a closed run's
+// channel, which deletes the inbox before the channel directory, or with an
+// acknowledgement, found the end of that run or message, not a problem. An
+// inbox missing from a channel that stays is still reported, by the
+// watcher, which cannot watch it.
 func (s *server) receiverProblem(p channel.Problem) {
-	if errors.Is(p, channel.ErrRemoved) {
+	if errors.Is(p, channel.ErrRemoved) || errors.Is(p, fs.ErrNotExist) {
 		return
-	}
-	if errors.Is(p, fs.ErrNotExist) {
-		if _, err := os.Lstat(p.Path); errors.Is(err, fs.ErrNotExist) {
-			return
-		}
 	}
 	s.problem(p.Error())
 }
