@@ -760,6 +760,7 @@ func tabClose(args []string, st *state, ctl control) (any, *cliError) {
 		return nil, serverErr("confirmation_required", "closing this tab would close a worktree group")
 	}
 	for _, p := range t.Panes {
+		endPaneProcess(p)
 		delete(st.Panes, p)
 	}
 	delete(st.Tabs, id)
@@ -775,6 +776,34 @@ func tabClose(args []string, st *state, ctl control) (any, *cliError) {
 	return struct {
 		Type string `json:"type"`
 	}{"ok"}, nil
+}
+
+// endPaneProcess ends the process a test runs as the pane's program, as
+// Herdr ends a closed pane's session: SIGHUP, then SIGTERM, then SIGKILL,
+// each after 250 ms. The fake starts no programs, so a test that plays a
+// pane writes the process id (the leader of its own process group) to
+// pane-<id>.pid in the state directory.
+func endPaneProcess(paneID string) {
+	file := filepath.Join(os.Getenv("FAKEHERDR_STATE"), "pane-"+paneID+".pid")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return
+	}
+	os.Remove(file)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 1 {
+		return
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTERM, syscall.SIGKILL} {
+		if syscall.Kill(-pid, sig) != nil {
+			return // the group is gone
+		}
+		for deadline := time.Now().Add(250 * time.Millisecond); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if syscall.Kill(-pid, 0) != nil {
+				return
+			}
+		}
+	}
 }
 
 // knownAgentKind reports whether herdr has an integration for kind.

@@ -10,10 +10,18 @@
 //     fsync, so a crash never leaves a partial or lost message.
 //   - One writer per direction is enforced with flock on the inbox, not only
 //     by convention.
-//   - The sequence file holds a reservation: one counter write covers the
-//     next 1,024 numbers of that writer, and every send re-reads it to notice
-//     another writer. Order is still total; a restarted writer leaves a gap,
-//     which every reader must accept (only order matters, not density).
+//   - The sequence file holds a reservation, not the last number used: one
+//     counter write (with its fsync) covers the next 1,024 numbers of that
+//     writer, where the TypeScript Facets writes the counter on every send
+//     and stores the number it just used. Mixed writers (one direction
+//     written by this package and by the reference in turn, e.g. across an
+//     upgrade) still order correctly, because both read the counter before
+//     every send and only go above it, and the counter is never below any
+//     number either has used: the reference's next number skips the rest of
+//     a reservation, and a writer here that finds the counter changed drops
+//     its reservation and continues above the new value. The cost is gaps
+//     (unused reserved numbers, or a restarted writer's), which readers
+//     here and in the reference accept, since they only sort by sequence.
 //   - A corrupt or foreign inbox file is reported and skipped instead of
 //     blocking the whole channel; it stays on disk for inspection.
 //   - Symlinks and foreign owners are refused on the channel directories and

@@ -3,6 +3,8 @@ package channel
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -43,8 +45,10 @@ type Watcher struct {
 	channels map[string]*watched // by channel dir
 	slots    map[string]slot     // attached watch path → owner
 	dirty    map[string]bool     // woken by Add, waiting for the loop
+	closing  map[string]bool     // channels told closing; kept after they end
 
 	poke    chan struct{}
+	flush   chan chan struct{}
 	done    chan struct{}
 	stopped chan struct{}
 	once    sync.Once
@@ -76,8 +80,8 @@ func NewWatcher(d Direction, scan func(*Channel), opts WatchOptions) (*Watcher, 
 		opts.Report = func(error) {}
 	}
 	w := &Watcher{direction: d, scan: scan, opts: opts,
-		channels: map[string]*watched{}, slots: map[string]slot{}, dirty: map[string]bool{},
-		poke: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
+		channels: map[string]*watched{}, slots: map[string]slot{}, dirty: map[string]bool{}, closing: map[string]bool{},
+		poke: make(chan struct{}, 1), flush: make(chan chan struct{}), done: make(chan struct{}), stopped: make(chan struct{})}
 	if !opts.noNotify {
 		fw, err := fsnotify.NewWatcher()
 		if err != nil {
@@ -107,17 +111,44 @@ func (w *Watcher) Add(ch *Channel) {
 func (w *Watcher) Remove(ch *Channel) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, ok := w.channels[ch.Dir()]; !ok {
+	w.drop(ch.Dir())
+}
+
+// Closing tells the watcher that ch is being closed, so its directory may
+// be removed at any moment (the runtime removes a closed run's channel once
+// its messages are delivered, and a channel is never recreated). From then
+// on a missing directory is the end of the channel, not a failure: it is
+// not reported (also after a later Add), and scans go on until the owner,
+// who sees the directory gone, calls Remove.
+func (w *Watcher) Closing(ch *Channel) {
+	w.mu.Lock()
+	w.closing[ch.Dir()] = true
+	w.mu.Unlock()
+}
+
+// drop forgets a channel and its watches; w.mu is held.
+func (w *Watcher) drop(dir string) {
+	if _, ok := w.channels[dir]; !ok {
 		return
 	}
-	for _, p := range w.paths(ch.Dir()) {
+	for _, p := range w.paths(dir) {
 		if _, ok := w.slots[p]; ok {
 			_ = w.fw.Remove(p)
 			delete(w.slots, p)
 		}
 	}
-	delete(w.channels, ch.Dir())
-	delete(w.dirty, ch.Dir())
+	delete(w.channels, dir)
+	delete(w.dirty, dir)
+}
+
+// ended reports whether dir is a channel told closing whose directory is
+// gone; w.mu is held.
+func (w *Watcher) ended(dir string) bool {
+	if !w.closing[dir] {
+		return false
+	}
+	_, err := os.Lstat(dir)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // Close stops the watcher and waits until its goroutine, timers and
@@ -134,6 +165,19 @@ func (w *Watcher) Close() error {
 		}
 	})
 	return err
+}
+
+// Flush scans every channel woken so far (by Add or a file event already
+// read) and returns when
+// those scans are done or the watcher is closed. With Add of every channel
+// before it, it is a barrier: whatever was written before is seen.
+func (w *Watcher) Flush() {
+	done := make(chan struct{})
+	select {
+	case w.flush <- done:
+		<-done
+	case <-w.stopped:
+	}
 }
 
 func (w *Watcher) wake() {
@@ -173,7 +217,11 @@ func (w *Watcher) attach(dir string) {
 		w.slots[p] = slot{dir: dir, inbox: i == 1}
 	}
 	var report error
-	if len(errs) > 0 {
+	if len(errs) > 0 && w.ended(dir) {
+		// The end of a closing channel, not a failure: its owner learns of
+		// it from the next scan and stops watching it.
+		wc.reported = ""
+	} else if len(errs) > 0 {
 		msg := errors.Join(errs...).Error()
 		if msg != wc.reported {
 			wc.reported = msg
@@ -288,12 +336,10 @@ func (w *Watcher) run() {
 				mark(dir)
 			}
 		case <-w.poke:
-			w.mu.Lock()
-			for dir := range w.dirty {
-				mark(dir)
-			}
-			clear(w.dirty)
-			w.mu.Unlock()
+			w.markDirty(mark)
+		case done := <-w.flush:
+			w.markDirty(mark)
+			q.flush(done)
 		case <-rescan.C:
 			for dir := range w.snapshot() {
 				w.attach(dir)
@@ -301,6 +347,16 @@ func (w *Watcher) run() {
 			}
 		}
 	}
+}
+
+// markDirty hands the channels woken by Add to the loop.
+func (w *Watcher) markDirty(mark func(string)) {
+	w.mu.Lock()
+	for dir := range w.dirty {
+		mark(dir)
+	}
+	clear(w.dirty)
+	w.mu.Unlock()
 }
 
 // scanLoop scans woken channels until the watcher closes. Events keep
@@ -313,8 +369,14 @@ func (w *Watcher) scanLoop(q *scanQueue) {
 			return
 		case <-q.kick:
 		}
+		// Flushes asked before this drain are answered after it: what they
+		// marked is scanned by then.
+		waiters := q.takeWaiters()
 		for dirs := q.take(); len(dirs) > 0; dirs = q.take() {
 			w.scanAll(dirs)
+		}
+		for _, done := range waiters {
+			close(done)
 		}
 	}
 }
@@ -324,7 +386,8 @@ func (w *Watcher) scanLoop(q *scanQueue) {
 type scanQueue struct {
 	mu      sync.Mutex
 	pending map[string]bool
-	kick    chan struct{} // non-empty when pending may be
+	waiters []chan struct{} // Flush calls to answer after the next drain
+	kick    chan struct{}   // non-empty when pending may be
 }
 
 func newScanQueue() *scanQueue {
@@ -339,6 +402,26 @@ func (q *scanQueue) mark(dir string) {
 	case q.kick <- struct{}{}:
 	default:
 	}
+}
+
+// flush asks for done to be closed once everything marked so far has been
+// scanned.
+func (q *scanQueue) flush(done chan struct{}) {
+	q.mu.Lock()
+	q.waiters = append(q.waiters, done)
+	q.mu.Unlock()
+	select {
+	case q.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (q *scanQueue) takeWaiters() []chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	w := q.waiters
+	q.waiters = nil
+	return w
 }
 
 // take empties the queue and returns its channels in a fixed order.

@@ -298,3 +298,91 @@ func TestWatcherBurstCostsFewScans(t *testing.T) {
 		t.Errorf("a burst of 100 messages and one more cost %d scans, want a handful", n)
 	}
 }
+
+// TestWatcherClosingChannelRemovalIsTheEnd: a channel the watcher was told
+// is closing ends quietly when its directory is removed, also when it is
+// woken again afterwards (as a Main's bridge does after close_sub) and on
+// later rescans; the removal of a channel not told closing is still
+// reported. A second, live channel is the barrier: once it has been
+// scanned after several rescans, every attach of the removed one has run.
+func TestWatcherClosingChannelRemovalIsTheEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		closing bool
+	}{{"told closing", true}, {"not told", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			gone, live := newTestChannel(t), newTestChannel(t)
+			var mu sync.Mutex
+			var reports []string
+			liveScans := make(chan struct{}, 64)
+			w, err := NewWatcher(ToMain, func(c *Channel) {
+				if c.Dir() == live.Dir() {
+					liveScans <- struct{}{}
+				}
+			}, WatchOptions{Rescan: 20 * time.Millisecond, Report: func(err error) {
+				mu.Lock()
+				reports = append(reports, err.Error())
+				mu.Unlock()
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			w.Add(gone)
+			w.Add(live)
+			if tc.closing {
+				w.Closing(gone)
+			}
+			if err := os.RemoveAll(gone.Dir()); err != nil {
+				t.Fatal(err)
+			}
+			w.Add(gone) // a wake after the removal
+			deadline := time.After(bound)
+			for n := 0; n < 4; {
+				select {
+				case <-liveScans:
+					n++
+				case <-deadline:
+					t.Fatal("the live channel was not rescanned")
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if tc.closing && len(reports) > 0 {
+				t.Errorf("removing a closing channel was reported: %q", reports)
+			}
+			if !tc.closing && (len(reports) == 0 || !strings.Contains(reports[0], "no such file or directory")) {
+				t.Errorf("removing a channel not told closing was not reported: %q", reports)
+			}
+		})
+	}
+}
+
+// TestWatcherFlushIsABarrier: a wake is scanned on the scan goroutine some
+// time later; Flush returns only after that scan, so the message is there
+// when it returns.
+func TestWatcherFlushIsABarrier(t *testing.T) {
+	col := newCollector()
+	rx := NewReceiver(ToMain, col.receipts, col.submit, nil)
+	ch := newTestChannel(t)
+	w, err := NewWatcher(ToMain, func(c *Channel) { rx.Scan(c) }, WatchOptions{Rescan: time.Hour, noNotify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.Add(ch)
+	w.Flush()
+	if _, err := ch.Send(ToMain, "late"); err != nil {
+		t.Fatal(err)
+	}
+	w.Add(ch)
+	w.Flush()
+	col.mu.Lock()
+	n := col.got["late"]
+	col.mu.Unlock()
+	if n != 1 {
+		t.Errorf("after Flush the message was delivered %d times, want 1", n)
+	}
+	w.Close()
+	w.Flush() // returns after Close too
+}

@@ -129,6 +129,9 @@ func installPi() (piInstall, error) {
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		return piInstall{}, err
 	}
+	if _, err := os.Stat(inst.cli); err != nil {
+		announce(fmt.Sprintf("runtime/pibridge: installing Node %s and Pi %s (about 475 MB) from the npm registry into %s for the real-Pi tests; this happens once", nodeVersion, piVersion, home))
+	}
 	env := append(os.Environ(), "npm_config_cache="+filepath.Join(home, "npm-cache"),
 		"npm_config_audit=false", "npm_config_fund=false", "npm_config_update_notifier=false")
 	if _, err := os.Stat(inst.node); err != nil {
@@ -148,6 +151,19 @@ func installPi() (piInstall, error) {
 		return piInstall{}, fmt.Errorf("pi --version: %v: %s", err, out)
 	}
 	return inst, nil
+}
+
+// announce prints a one-time notice where the person running the tests sees
+// it: go test shows nothing of a passing package unless -v is given, so the
+// notice goes to the controlling terminal when there is one, else to stderr
+// (shown with -v, or when the package fails).
+func announce(line string) {
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		fmt.Fprintln(tty, line)
+		tty.Close()
+		return
+	}
+	fmt.Fprintln(os.Stderr, line)
 }
 
 func npmInstall(npm string, env []string, prefix, spec string) error {
@@ -419,9 +435,25 @@ func (e *piEnv) profile(name string, cfg map[string]any) {
 // a short grace period.
 func (e *piEnv) run(extraEnv []string, args ...string) (stdout, stderr string) {
 	e.t.Helper()
+	stdout, stderr, code := e.runExit(extraEnv, args...)
+	if code != 0 {
+		e.t.Fatalf("pi %s: exit status %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, stdout, stderr)
+	}
+	return stdout, stderr
+}
+
+// runExit is run for a Pi that may fail: it returns the exit status
+// instead of failing the test (a signal or the 60 s limit still fails it).
+func (e *piEnv) runExit(extraEnv []string, args ...string) (stdout, stderr string, code int) {
+	e.t.Helper()
+	return e.runCmd(extraEnv, e.inst.node, append([]string{e.inst.cli}, args...)...)
+}
+
+func (e *piEnv) runCmd(extraEnv []string, name string, args ...string) (stdout, stderr string, code int) {
+	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, e.inst.node, append([]string{e.inst.cli}, args...)...)
+	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = e.work
 	cmd.Env = append(append([]string(nil), e.env...), extraEnv...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -430,10 +462,11 @@ func (e *piEnv) run(extraEnv []string, args ...string) (stdout, stderr string) {
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	reapGroup(e.t, cmd.Process.Pid)
-	if err != nil {
-		e.t.Fatalf("pi %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out.String(), errb.String())
+	var exit *exec.ExitError
+	if err != nil && (!errors.As(err, &exit) || exit.ExitCode() < 0) {
+		e.t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", name, strings.Join(args, " "), err, out.String(), errb.String())
 	}
-	return out.String(), errb.String()
+	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
 }
 
 // TestMainProfileAppliesToRealPi starts real Pi with the bridge and
@@ -711,17 +744,42 @@ func (p *piProc) doStop() {
 }
 
 // reapGroup fails the test, and kills what is left, if any process of the
-// group pgid (Pi or the bridge's facets serve) outlives a 2 s grace period.
+// group pgid (Pi or the bridge's facets serve) is still alive 15 s after Pi
+// exited. The bound is for liveness only (it returns as soon as the group is
+// gone): on a loaded 2-core machine a process may need seconds to be
+// scheduled and notice that its stdin closed.
 func reapGroup(t *testing.T, pgid int) {
 	t.Helper()
-	for i := 0; syscall.Kill(-pgid, 0) == nil; i++ {
-		if i == 40 {
+	for deadline := time.Now().Add(15 * time.Second); syscall.Kill(-pgid, 0) == nil; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			left := groupMembers(pgid)
 			syscall.Kill(-pgid, syscall.SIGKILL)
-			t.Errorf("pi left processes behind in its process group")
+			t.Errorf("pi left processes behind in its process group: %s", left)
 			return
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// groupMembers describes the processes of group pgid from /proc (Linux),
+// for the failure message.
+func groupMembers(pgid int) string {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []string
+	for _, f := range stats {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...; comm may hold spaces.
+		i := bytes.LastIndexByte(data, ')')
+		fields := strings.Fields(string(data[i+1:]))
+		if i < 0 || len(fields) < 3 || fields[2] != strconv.Itoa(pgid) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(f), "cmdline"))
+		out = append(out, fmt.Sprintf("[%s %s: %s]", filepath.Base(filepath.Dir(f)), fields[0], strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " ")))
+	}
+	return strings.Join(out, " ")
 }
 
 // workerChannel creates a run channel of the Main session mainSession in
@@ -972,6 +1030,23 @@ func TestDelegateTalkCloseWithRealPi(t *testing.T) {
 			t.Errorf("the Sub's Herdr pane is still open after close_sub")
 		}
 	}
+	// The channel's removal after close_sub is the end of the run, not a
+	// channel error. The Main's bridge handles the wake that follows the
+	// close_sub result before the model's next request; stopping the Main
+	// (stdin closed, Pi exits) collects every event it printed.
+	main.stop()
+	for who, p := range map[string]*piProc{"Main": main, "Sub": sub} {
+		p.mu.Lock()
+		for _, ev := range p.events {
+			if msg, _ := ev["message"].(string); ev["method"] == "notify" && strings.Contains(msg, "Facets channel error") {
+				t.Errorf("%s reported %q after close_sub", who, msg)
+			}
+		}
+		p.mu.Unlock()
+		if strings.Contains(p.stderr.String(), "Facets channel error") {
+			t.Errorf("%s printed a channel error after close_sub:\n%s", who, p.stderr)
+		}
+	}
 }
 
 // TestCommandsWithRealPi checks the Main's commands in real Pi: /profiles
@@ -1043,23 +1118,126 @@ func TestCommandsWithRealPi(t *testing.T) {
 	}
 }
 
-// TestUnknownProfileBlocksInput checks that a bad --profile stops the run
-// with the compiler's answer instead of silently running unprofiled.
-func TestUnknownProfileBlocksInput(t *testing.T) {
+// TestFailedStartExitsNonZero: a --profile that cannot start (unknown,
+// invalid, not applicable in Pi) or a corrupt FACETS_MANIFEST stops Pi the
+// way a bad --model does: the error on stderr, exit status 1, no model
+// request, in print, JSON and RPC mode; an invalid profile is called
+// invalid, with its diagnostics.
+func TestFailedStartExitsNonZero(t *testing.T) {
 	mock := startMock(t, func(n int, req chatRequest) reply { return reply{Text: "should not be called"} })
 	e := newPiEnv(t, mock)
 	e.profile("helper", map[string]any{"tools": []string{"read"}})
 	e.profile("broken", map[string]any{"tools": []string{"read", "no_such_tool"}})
-	_, stderr := e.run(nil, "--no-extensions", "-e", e.bridge, "--profile", "nope", "--no-session", "-p", "hello")
-	if want := "Cannot start agent: Unknown Facets profile 'nope'. Available: broken, helper."; !strings.Contains(stderr, want) {
-		t.Errorf("stderr = %q, want %q", stderr, want)
+	invalid := filepath.Join(e.agentDir, "facets", "profiles", "invalid", "config.json")
+	writeFile(t, invalid, "{\n  \"version\": 1,\n  \"name\": \"invalid\",\n  \"tols\": [\"read\"]\n}\n")
+	corrupt := filepath.Join(e.work, "manifest.json")
+	writeFile(t, corrupt, "{ not a manifest")
+	bridge := []string{"--no-extensions", "-e", e.bridge, "--no-session"}
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"unknown", nil, []string{"--profile", "nope", "-p", "hello"},
+			"facets: Cannot start agent: Unknown Facets profile 'nope'. Available: broken, helper."},
+		{"invalid", nil, []string{"--profile", "invalid", "-p", "hello"},
+			"facets: Cannot start agent: Invalid Facets profile 'invalid': " + invalid + ":"},
+		{"not applicable", nil, []string{"--profile", "broken", "--mode", "json", "hello"},
+			"facets: Cannot start agent: Profile 'broken' references unknown tools: no_such_tool."},
+		{"corrupt manifest", []string{"FACETS_MANIFEST=" + corrupt}, []string{"--profile", "helper", "-p", "hello"},
+			"facets: Cannot start agent: "},
+	} {
+		_, stderr, code := e.runExit(tc.env, append(slices.Clone(bridge), tc.args...)...)
+		if code != 1 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%s: exit status %d, stderr %q; want 1 and %q", tc.name, code, stderr, tc.want)
+		}
+		if strings.Count(stderr, "Cannot start agent") != 1 {
+			t.Errorf("%s: the error is not printed exactly once: %q", tc.name, stderr)
+		}
+		if tc.name == "invalid" && (strings.Contains(stderr, "Unknown Facets profile") || !strings.Contains(stderr, invalid+`:4:4: unknown field "tols"`)) {
+			t.Errorf("an invalid profile is not reported as invalid with its diagnostics: %q", stderr)
+		}
+		if tc.name == "corrupt manifest" && !strings.Contains(stderr, corrupt) {
+			t.Errorf("the manifest error does not name %s: %q", corrupt, stderr)
+		}
 	}
-	_, stderr = e.run(nil, "--no-extensions", "-e", e.bridge, "--profile", "broken", "--no-session", "-p", "hello")
-	if want := "Cannot start agent: Profile 'broken' references unknown tools: no_such_tool."; !strings.Contains(stderr, want) {
-		t.Errorf("stderr = %q, want %q", stderr, want)
+
+	// RPC: Pi quits by itself (stdin stays open) after telling the client.
+	rpc := e.startRPC(nil, append(slices.Clone(bridge), "--profile", "nope")...)
+	select {
+	case <-rpc.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("RPC Pi with a bad --profile did not exit\nstderr:\n%s", rpc.stderr)
+	}
+	rpc.stop()
+	if code := rpc.cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(rpc.stderr.String(), "Cannot start agent: Unknown Facets profile 'nope'") {
+		t.Errorf("RPC: exit status %d, stderr %q", code, rpc.stderr)
+	}
+	rpc.waitFor("the error notification", time.Second, func(evs []map[string]any) bool {
+		for _, ev := range evs {
+			if msg, _ := ev["message"].(string); ev["method"] == "notify" && ev["notifyType"] == "error" && strings.HasPrefix(msg, "Cannot start agent: Unknown Facets profile 'nope'") {
+				return true
+			}
+		}
+		return false
+	})
+	if n := len(mock.Requests()); n != 0 {
+		t.Errorf("a failed start made %d model requests, want 0", n)
+	}
+}
+
+// TestFailedStartQuitsTUI runs the interactive TUI in a pseudo-terminal
+// (util-linux script(1)): with a bad --profile it must quit by itself,
+// restore the terminal, print the error and exit 1, as Pi does for a bad
+// --model. What the user sees in the TUI before it quits is not checked.
+func TestFailedStartQuitsTUI(t *testing.T) {
+	script, err := exec.LookPath("script")
+	if err != nil || runtime.GOOS != "linux" {
+		t.Skip("needs util-linux script(1) for a pseudo-terminal")
+	}
+	mock := startMock(t, func(n int, req chatRequest) reply { return reply{Text: "should not be called"} })
+	e := newPiEnv(t, mock)
+	pi := strings.Join([]string{e.inst.node, e.inst.cli, "--no-extensions", "-e", e.bridge, "--no-session", "--profile", "nope"}, " ")
+	typescript := filepath.Join(t.TempDir(), "typescript")
+	out, _, code := e.runCmd([]string{"TERM=xterm"}, script, "-qec", pi, typescript)
+	if code != 1 || !strings.Contains(out, "facets: Cannot start agent: Unknown Facets profile 'nope'") {
+		t.Errorf("TUI: exit status %d, terminal output ends %q", code, out[max(0, len(out)-400):])
 	}
 	if n := len(mock.Requests()); n != 0 {
-		t.Errorf("a blocked start made %d model requests, want 0", n)
+		t.Errorf("a failed start made %d model requests, want 0", n)
+	}
+}
+
+// TestFailingFacetsIsAnErrorNotACrash: a facets that exits without reading
+// a large stdin (the Main's talk message) makes Node's write fail with
+// EPIPE; the bridge turns that into a tool error the model sees, and Pi
+// goes on (before, the unhandled stream error killed Pi).
+func TestFailingFacetsIsAnErrorNotACrash(t *testing.T) {
+	big := strings.Repeat("x", 4<<20)
+	mock := startMock(t, func(n int, req chatRequest) reply {
+		if n == 1 {
+			return reply{Tool: "talk", Args: map[string]any{"runId": "r1", "message": big}}
+		}
+		return reply{Text: "after: " + req.last().text()}
+	})
+	e := newPiEnv(t, mock)
+	standIn := filepath.Join(t.TempDir(), "facets")
+	writeFile(t, standIn, "#!/bin/sh\n# a facets whose runtime commands die at once, without reading stdin\n"+
+		"case \"$1\" in talk) echo 'facets talk: broken' >&2; exit 3;; esac\nexec "+strconv.Quote(e.facets)+" \"$@\"\n")
+	if err := os.Chmod(standIn, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := e.runExit([]string{"FACETS_BIN=" + standIn}, "--no-extensions", "-e", e.bridge, "--no-session", "-p", "talk to the Sub")
+	if code != 0 || strings.Contains(stderr, "EPIPE") {
+		t.Fatalf("pi: exit status %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	reqs := mock.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("model got %d requests, want 2 (the talk call and its error result)", len(reqs))
+	}
+	if l := reqs[1].last(); l.Role != "tool" || !strings.Contains(l.text(), "facets talk: broken") {
+		t.Errorf("tool result = %s %q, want the error of the failing facets", l.Role, l.text())
 	}
 }
 
@@ -1118,6 +1296,11 @@ func (e *piEnv) playHerdrPane(main *piProc, herdrState string) (*piProc, herdrAg
 		env = append(env, k+"="+v)
 	}
 	sub := e.startRPC(env, agent.Args...)
+	// Like Herdr, the fake ends the pane's program when its tab closes.
+	pidFile := filepath.Join(herdrState, "pane-"+agent.Pane+".pid")
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(sub.cmd.Process.Pid)), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
 	sub.send(map[string]any{"id": "s1", "type": "prompt", "message": agent.Prompts[0]})
 	return sub, agent
 }
@@ -1191,10 +1374,14 @@ func TestInterruptSubWithRealPi(t *testing.T) {
 		}
 		return false
 	})
+	// The Sub answering a command after the interrupt is the barrier: it
+	// handled the interrupt and is still open.
+	sub.send(map[string]any{"id": "alive", "type": "get_state"})
+	sub.response("alive")
 	select {
 	case <-sub.done:
 		t.Errorf("the Sub exited after an interrupt; it must stay open")
-	case <-time.After(500 * time.Millisecond):
+	default:
 	}
 }
 
@@ -1247,9 +1434,11 @@ func TestReceiptsSurviveRestartWithRealPi(t *testing.T) {
 	}
 	second := e.startRPC(nil, args...)
 	waitGone()
+	// The file goes either with a receipt from the saved session or once Pi
+	// has recorded a redelivery, which starts a run first; so any
+	// agent_start is printed before the answer to a command sent now.
 	second.send(map[string]any{"id": "st", "type": "get_state"})
 	second.response("st")
-	time.Sleep(time.Second) // a redelivery would start a run by now
 	second.mu.Lock()
 	for _, ev := range second.events {
 		if ev["type"] == "agent_start" {
@@ -1272,7 +1461,9 @@ func TestSubStartFailureReportsToMain(t *testing.T) {
 		Model: "mock/mock-model", Tools: []string{"read", "no_such_tool"}, Skills: []string{}, Extensions: []string{}, SessionPersistence: "ephemeral", Invocation: "both"}}
 	ch := newSubChannel(t, e, p, "task")
 	args := launch.Spec{Profile: p, Bridge: e.bridge, Title: "Broken"}.Args()
-	e.run(e.subEnv(ch), append(args, "-p", "task")...)
+	if _, stderr, code := e.runExit(e.subEnv(ch), append(args, "-p", "task")...); code != 1 {
+		t.Errorf("a Sub that failed to start exited with status %d, want 1\nstderr:\n%s", code, stderr)
+	}
 	msgs, _, err := ch.Pending(channel.ToMain)
 	if err != nil || len(msgs) != 1 || msgs[0].Text != "Unable to initialize Sub profile: Profile 'worker' references unknown tools: no_such_tool." {
 		t.Fatalf("to-main = %+v (%v)", msgs, err)

@@ -44,6 +44,8 @@ type Plan struct {
 	Profile  *ActiveProfile    `json:"profile,omitempty"`
 	// Commands are the /sub:<profile> commands to register (Main only).
 	Commands []Command `json:"commands,omitempty"`
+	// Tools are the model-facing tools to register, in this order.
+	Tools []Tool `json:"tools,omitempty"`
 	// Profiles is the /profiles report.
 	Profiles Notice `json:"profiles"`
 	// Error blocks every input with "Cannot start agent: <Error>".
@@ -92,6 +94,7 @@ func MainPlan(m *manifest.Manifest, ds []manifest.Diagnostic, profile string) Pl
 		SectionProfile:  "",
 	}}
 	p.Profiles = listing(m.Profiles, ds)
+	p.Tools = MainTools()
 	for _, pr := range m.Profiles {
 		p.Commands = append(p.Commands, Command{
 			Name:        "sub:" + pr.Name,
@@ -140,7 +143,7 @@ func SubPlan(rawProfile json.RawMessage, origin string) Plan {
 		protocol += "\n\n" + ManualSubGuidance
 	}
 	p := Plan{Role: "sub", Sections: map[string]string{SectionSubProtocol: protocol, SectionProfile: ""},
-		Profiles: Notice{Text: "This is a Facets Sub; profiles are chosen by its Main.", Level: "info"}}
+		Tools: SubTools(), Profiles: Notice{Text: "This is a Facets Sub; profiles are chosen by its Main.", Level: "info"}}
 	var sp subProfile
 	if err := json.Unmarshal(rawProfile, &sp); err != nil || sp.Name == "" {
 		p.Error = "Invalid Facets channel manifest: profile snapshot is unreadable."
@@ -251,20 +254,33 @@ func listing(ps []manifest.Profile, ds []manifest.Diagnostic) Notice {
 }
 
 func diagLine(d manifest.Diagnostic) string {
-	if d.File == "" {
+	switch {
+	case d.File == "":
 		return d.Message
+	case d.Line > 0:
+		return fmt.Sprintf("%s:%d:%d: %s", d.File, d.Line, d.Column, d.Message)
 	}
 	return d.File + ": " + d.Message
 }
 
+// unknownProfile explains why --profile name is not in the catalog. A
+// profile that exists but did not compile is invalid, not unknown: its own
+// diagnostics come first, so the user sees what to fix.
 func unknownProfile(name string, ps []manifest.Profile, ds []manifest.Diagnostic) string {
-	msg := manifest.UnknownProfileMessage(name, ps)
-	var bad []string
+	var own, bad []string
 	for _, d := range ds {
-		if d.Severity == manifest.Error {
+		switch {
+		case d.Severity != manifest.Error:
+		case d.Subject == name:
+			own = append(own, diagLine(d))
+		default:
 			bad = append(bad, diagLine(d))
 		}
 	}
+	if len(own) > 0 {
+		return fmt.Sprintf("Invalid Facets profile '%s': %s. Fix it (facets check lists every problem) or pick another profile.", name, strings.Join(own, "; "))
+	}
+	msg := manifest.UnknownProfileMessage(name, ps)
 	if len(bad) > 0 {
 		msg += " Invalid profiles: " + strings.Join(bad, "; ")
 	}

@@ -1,8 +1,11 @@
 package pibridge
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -49,6 +52,7 @@ func TestMainPlanWithProfile(t *testing.T) {
 			{Name: "sub:reviewer", Profile: "reviewer", Description: "Manually invoke profile reviewer; reuse its Sub in this Main session"},
 		},
 		Profiles: Notice{Level: "info", Text: "helper (global, both) — General helper\nreview (project, manual)\nreviewer (project, both) — Reviews"},
+		Tools:    MainTools(), // their text: TestToolsGolden
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("MainPlan (-want +got):\n%s", d)
@@ -61,10 +65,23 @@ func TestMainPlanErrors(t *testing.T) {
 		profile("ok", "global", "", true, manifest.Launch{Tools: []string{"read"}}),
 	}}
 	ds := []manifest.Diagnostic{{Severity: manifest.Error, File: "/g/broken/config.json", Message: "tools must be a non-empty string array"}}
-	for _, tc := range []struct{ name, want string }{
-		{"nope", "Unknown Facets profile 'nope'. Available: bad-model, ok. Invalid profiles: /g/broken/config.json: tools must be a non-empty string array"},
-		{"bad-model", "Profile 'bad-model' model must use provider/model format."},
+	// broken2 did not compile: it is invalid, not unknown, and its own
+	// diagnostics come first; warnings and other profiles' errors do not.
+	ds2 := append([]manifest.Diagnostic{
+		{Severity: manifest.Warning, File: "/g/x.json", Message: "a warning", Subject: "broken2"},
+		{Severity: manifest.Error, File: "/g/broken2/config.json", Line: 3, Column: 5, Message: `unknown field "tols"`, Subject: "broken2"},
+		{Severity: manifest.Error, File: "/g/broken2/instructions.md", Message: "instructions.md is empty", Subject: "broken2"},
+	}, ds...)
+	for _, tc := range []struct {
+		name string
+		ds   []manifest.Diagnostic
+		want string
+	}{
+		{"nope", ds, "Unknown Facets profile 'nope'. Available: bad-model, ok. Invalid profiles: /g/broken/config.json: tools must be a non-empty string array"},
+		{"bad-model", ds, "Profile 'bad-model' model must use provider/model format."},
+		{"broken2", ds2, `Invalid Facets profile 'broken2': /g/broken2/config.json:3:5: unknown field "tols"; /g/broken2/instructions.md: instructions.md is empty. Fix it (facets check lists every problem) or pick another profile.`},
 	} {
+		ds := tc.ds
 		p := MainPlan(m, ds, tc.name)
 		if p.Error != tc.want || p.Profile != nil {
 			t.Errorf("MainPlan(%s).Error = %q (profile %v), want %q", tc.name, p.Error, p.Profile, tc.want)
@@ -108,6 +125,7 @@ func TestSubPlan(t *testing.T) {
 	want := Plan{Role: "sub",
 		Sections: map[string]string{SectionSubProtocol: SubProtocol, SectionProfile: "## Facets profile: worker\nBe brief."},
 		Profile:  &ActiveProfile{Name: "worker", Tools: []string{"read", "bash", "talk"}, Skills: []string{}},
+		Tools:    SubTools(),
 		Profiles: Notice{Text: "This is a Facets Sub; profiles are chosen by its Main.", Level: "info"}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("SubPlan (-want +got):\n%s", d)
@@ -117,5 +135,60 @@ func TestSubPlan(t *testing.T) {
 	}
 	if p := SubPlan(json.RawMessage(`null`), ""); p.Error == "" || p.Profile != nil {
 		t.Errorf("SubPlan(null) = %+v, want an error", p)
+	}
+}
+
+// TestToolsGolden pins every model-facing tool text and schema (they live
+// in Go, not in the TypeScript extension) against testdata/tools.json;
+// FACETS_UPDATE=1 rewrites it.
+func TestToolsGolden(t *testing.T) {
+	got, err := json.MarshalIndent(map[string][]Tool{"main": MainTools(), "sub": SubTools()}, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	path := filepath.Join("testdata", "tools.json")
+	if os.Getenv("FACETS_UPDATE") == "1" {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (FACETS_UPDATE=1 go test ./runtime/pibridge -run TestToolsGolden creates it)", err)
+	}
+	if !bytes.Equal(want, got) {
+		t.Errorf("tools differ from %s (FACETS_UPDATE=1 to accept):\n--- want\n%s\n--- got\n%s", path, want, got)
+	}
+}
+
+// TestToolFlagsNameParameters: every flag and stdin input of a tool maps a
+// parameter its schema declares, so no call argument is silently dropped
+// and no flag reads a parameter the model cannot send.
+func TestToolFlagsNameParameters(t *testing.T) {
+	for _, tl := range append(MainTools(), SubTools()...) {
+		used := map[string]bool{}
+		for _, f := range tl.Flags {
+			used[f.Param] = true
+		}
+		if tl.Input != "" {
+			used[tl.Input] = true
+		}
+		for p := range used {
+			if _, ok := tl.Parameters.Properties[p]; !ok {
+				t.Errorf("%s: %q is not a parameter", tl.Name, p)
+			}
+		}
+		for p := range tl.Parameters.Properties {
+			if !used[p] {
+				t.Errorf("%s: parameter %q reaches no flag or input", tl.Name, p)
+			}
+		}
+		if (len(tl.Command) == 0) == (tl.Serve == "") {
+			t.Errorf("%s: want exactly one of command and serve", tl.Name)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -43,6 +44,8 @@ type request struct {
 	Aborted   bool   `json:"aborted,omitempty"`
 	SessionID string `json:"sessionId,omitempty"`
 	File      string `json:"sessionFile,omitempty"`
+	// Closed names a run a runtime command has just closed (scan only).
+	Closed string `json:"closed,omitempty"`
 }
 
 // event is one JSON line to the extension.
@@ -104,13 +107,18 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts ServeOptions) 
 		return fmt.Errorf("serve: unknown role %q (want main or sub)", opts.Role)
 	}
 	defer s.closeChannels()
-	s.rx = channel.NewReceiver(s.dir, s.receipts, s.submit, func(p channel.Problem) { s.problem(p.Error()) })
+	s.rx = channel.NewReceiver(s.dir, s.receipts, s.submit, s.receiverProblem)
 	w, err := channel.NewWatcher(s.dir, s.scan, channel.WatchOptions{Report: func(err error) { s.problem(err.Error()) }})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	s.w = w
 	defer w.Close()
+	if s.sub != nil {
+		// The runtime removes a Sub's channel only once its run is closed,
+		// so for a Sub the removal is its close, whenever it comes.
+		w.Closing(s.sub)
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -165,6 +173,20 @@ func (s *server) problem(msg string) {
 	if !seen {
 		s.emit(event{Type: "problem", Error: msg})
 	}
+}
+
+// receiverProblem reports what the receiver could not read, except a
+// directory or file that is gone (ErrRemoved, or "no such file or
+// directory"): a scan that raced with the runtime removing a closed run's
+// channel, which deletes the inbox before the channel directory, or with an
+// acknowledgement, found the end of that run or message, not a problem. An
+// inbox missing from a channel that stays is still reported, by the
+// watcher, which cannot watch it.
+func (s *server) receiverProblem(p channel.Problem) {
+	if errors.Is(p, channel.ErrRemoved) || errors.Is(p, fs.ErrNotExist) {
+		return
+	}
+	s.problem(p.Error())
 }
 
 func (s *server) handle(req request) {
@@ -227,7 +249,19 @@ func (s *server) handle(req request) {
 				}
 			}
 		}
+	case "sync":
+		// A barrier: every channel is scanned once after this request, so
+		// whatever was written before it has been acted on when the answer
+		// comes (used by tests that check that nothing happened).
+		s.wakeAll()
+		s.w.Flush()
+		s.emit(event{Type: "result", ID: req.ID})
 	case "scan":
+		// The runtime removes a closed run's channel at once when nothing is
+		// left to deliver: tell the watcher before the wake reaches it.
+		if c := s.channel(req.Closed); req.Closed != "" && c != nil {
+			s.w.Closing(c)
+		}
 		s.wakeAll()
 	default:
 		s.problem(fmt.Sprintf("unknown bridge request %q", req.Op))
@@ -276,7 +310,7 @@ func (s *server) send(req request) {
 		s.emit(event{Type: "result", ID: req.ID, Error: err.Error()})
 		return
 	}
-	s.emit(event{Type: "result", ID: req.ID, RunID: m.RunID, MessageID: m.ID})
+	s.emit(event{Type: "result", ID: req.ID, RunID: m.RunID, MessageID: m.ID, Text: SubTalkQueued})
 }
 
 // turn records the Sub's active turn so an interrupt can target exactly it.
@@ -304,25 +338,38 @@ func (s *server) turn(start bool) {
 func (s *server) scan(c *channel.Channel) {
 	// The runtime removes a closed run's channel once its messages are
 	// delivered; that is the normal end of a run, not a problem to report.
-	// Discovery drops it from the set.
+	// A Main's discovery drops it from the set. A Sub takes it as its close:
+	// close.json may have gone with the directory before this scan read it.
 	if _, err := os.Stat(c.Dir()); errors.Is(err, os.ErrNotExist) {
+		s.w.Closing(c)
+		if s.opts.Role == "sub" {
+			s.closeSub("")
+		}
 		return
 	}
 	if s.opts.Role == "sub" {
 		s.subControls(c)
+	} else if _, closed, err := c.Closed(); err == nil && closed {
+		s.w.Closing(c)
 	}
 	s.rx.Scan(c)
 }
 
+// closeSub asks the Sub's Pi, once, to end its session.
+func (s *server) closeSub(reason string) {
+	s.mu.Lock()
+	first := !s.closing
+	s.closing = true
+	s.mu.Unlock()
+	if first {
+		s.emit(event{Type: "close", Reason: reason})
+	}
+}
+
 func (s *server) subControls(c *channel.Channel) {
 	if cl, ok, err := c.CloseRequest(); err == nil && ok {
-		s.mu.Lock()
-		first := !s.closing
-		s.closing = true
-		s.mu.Unlock()
-		if first {
-			s.emit(event{Type: "close", Reason: cl.Reason})
-		}
+		s.w.Closing(c)
+		s.closeSub(cl.Reason)
 		return
 	}
 	t, ok, err := c.Interrupt()

@@ -2,11 +2,15 @@ package pibridge
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,13 +24,15 @@ type bridge struct {
 	in   *io.PipeWriter
 	evs  chan event
 	done chan error
+
+	syncID int64 // ids of sync requests count up from 1000
 }
 
 func startServe(t *testing.T, opts ServeOptions) *bridge {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	b := &bridge{t: t, in: inW, evs: make(chan event, 64), done: make(chan error, 1)}
+	b := &bridge{t: t, in: inW, evs: make(chan event, 64), done: make(chan error, 1), syncID: 1000}
 	go func() {
 		b.done <- Serve(context.Background(), inR, outW, opts)
 		outW.Close()
@@ -86,12 +92,28 @@ func (b *bridge) next(typ string) event {
 	}
 }
 
-func (b *bridge) quiet(d time.Duration) {
+// quiet is a barrier that checks nothing happened: the sync request makes
+// Serve scan every channel once and answer, so any event that state written
+// before the call would cause comes before the answer.
+func (b *bridge) quiet() {
 	b.t.Helper()
-	select {
-	case e := <-b.evs:
-		b.t.Errorf("unexpected event %+v", e)
-	case <-time.After(d):
+	b.syncID++
+	id := b.syncID
+	b.send(request{Op: "sync", ID: id})
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case e, ok := <-b.evs:
+			if !ok {
+				b.t.Fatal("Serve ended while waiting for the sync answer")
+			}
+			if e.Type == "result" && e.ID == id {
+				return
+			}
+			b.t.Errorf("unexpected event %+v", e)
+		case <-timeout:
+			b.t.Fatal("no sync answer within 10s")
+		}
 	}
 }
 
@@ -139,20 +161,20 @@ func TestServeSub(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := startServe(t, ServeOptions{Role: "sub", ChannelDir: ch.Dir(), Token: ch.Manifest().Token})
-	b.quiet(100 * time.Millisecond) // nothing is delivered before ready
+	b.quiet() // nothing is delivered before ready
 	b.send(request{Op: "ready"})
 	d := b.next("delivery")
 	if want := channel.FormatDeliveryHeader(m.Receipt()) + "[Facets Main message]\nMain says:\nhello sub"; d.Text != want {
 		t.Errorf("delivery = %q, want %q", d.Text, want)
 	}
 	b.send(request{Op: "scan"})
-	b.quiet(200 * time.Millisecond) // in flight: not offered twice
+	b.quiet() // in flight: not offered twice
 	b.send(request{Op: "receipt", Text: d.Text})
 	waitEmpty(t, ch, channel.ToSub)
 
 	b.send(request{Op: "send", ID: 7, Text: "done"})
 	r := b.next("result")
-	if r.ID != 7 || r.Error != "" || r.MessageID == "" {
+	if r.ID != 7 || r.Error != "" || r.MessageID == "" || r.Text != SubTalkQueued {
 		t.Fatalf("send result = %+v", r)
 	}
 	if msgs, _, _ := ch.Pending(channel.ToMain); len(msgs) != 1 || msgs[0].Text != "done" || msgs[0].ID != r.MessageID {
@@ -175,7 +197,7 @@ func TestServeSub(t *testing.T) {
 	if err := ch.RequestInterrupt(channel.Turn{TurnID: "stale"}); err != nil {
 		t.Fatal(err)
 	}
-	b.quiet(300 * time.Millisecond) // an interrupt for another turn is dropped
+	b.quiet() // an interrupt for another turn is dropped
 	if err := ch.RequestInterrupt(turn); err != nil {
 		t.Fatal(err)
 	}
@@ -188,8 +210,7 @@ func TestServeSub(t *testing.T) {
 		t.Errorf("close reason = %q", c.Reason)
 	}
 	b.send(request{Op: "quit"})
-	b.send(request{Op: "scan"})
-	time.Sleep(100 * time.Millisecond)
+	b.quiet()
 	if _, closed, _ := ch.Closed(); closed {
 		t.Errorf("a Sub closed by close_sub must not also report a manual close")
 	}
@@ -270,7 +291,7 @@ func TestServeMain(t *testing.T) {
 	if err := os.RemoveAll(late.Dir()); err != nil {
 		t.Fatal(err)
 	}
-	b.quiet(300 * time.Millisecond)
+	b.quiet()
 }
 
 // TestServeSessionReceipts: receipts the session already holds (sent before
@@ -293,7 +314,7 @@ func TestServeSessionReceipts(t *testing.T) {
 	if r, _, _ := channel.ParseDeliveryHeader(d.Text); r.MessageID != fresh.ID {
 		t.Fatalf("delivered %s, want only the unreceipted %s", r.MessageID, fresh.ID)
 	}
-	b.quiet(200 * time.Millisecond)
+	b.quiet()
 	if msgs, _, _ := ch.Pending(channel.ToSub); len(msgs) != 1 || msgs[0].ID != fresh.ID {
 		t.Errorf("inbox = %+v, want only the in-flight message", msgs)
 	}
@@ -312,7 +333,7 @@ func TestServeInflightAfterReload(t *testing.T) {
 	text := channel.FormatDeliveryHeader(m.Receipt()) + "[Facets Main message]\nMain says:\nqueued before reload"
 	b.send(request{Op: "inflight", Text: text})
 	b.send(request{Op: "ready"})
-	b.quiet(300 * time.Millisecond)
+	b.quiet()
 	b.send(request{Op: "settled"})
 	if d := b.next("delivery"); d.Text != text {
 		t.Errorf("redelivery = %q", d.Text)
@@ -338,5 +359,52 @@ func TestServeMainManualRun(t *testing.T) {
 		"Use talk with runId '" + m.RunID + "' to respond, or close_sub when the delivery is accepted and no more work is needed."
 	if d := b.next("delivery"); d.Text != want {
 		t.Errorf("delivery = %q, want %q", d.Text, want)
+	}
+}
+
+// TestServeSubChannelRemoved: the runtime removes a closed run's channel as
+// soon as nothing is pending, possibly before the Sub's bridge has read
+// close.json. The Sub takes the removal as its close, and neither side
+// reports the removal as a watch failure.
+func TestServeSubChannelRemoved(t *testing.T) {
+	for _, withRequest := range []bool{false, true} {
+		ch := newChannel(t, privateRoot(t), "main-1")
+		b := startServe(t, ServeOptions{Role: "sub", ChannelDir: ch.Dir(), Token: ch.Manifest().Token})
+		b.send(request{Op: "ready"})
+		b.quiet()
+		if withRequest {
+			if err := ch.RequestClose("bye"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := ch.MarkClosed("bye"); err != nil {
+			t.Fatal(err)
+		}
+		if err := ch.Remove(); err != nil {
+			t.Fatal(err)
+		}
+		b.send(request{Op: "scan"})
+		b.next("close") // fails on any problem event on the way
+		b.quiet()
+	}
+}
+
+// TestServeScanRacingRemoval: a scan may list an inbox while the runtime
+// removes the closed run's channel (the inbox goes first, the channel
+// directory after it); the resulting "no such file or directory" or
+// ErrRemoved is the end of the run, not a channel error. Other failures
+// are still reported.
+func TestServeScanRacingRemoval(t *testing.T) {
+	var out bytes.Buffer
+	s := &server{out: json.NewEncoder(&out), reported: map[string]bool{}}
+	dir := t.TempDir() // the channel directory still exists: only its inbox is gone
+	s.receiverProblem(channel.Problem{Path: dir, Err: fmt.Errorf("list %s/to-main: %w", dir, fs.ErrNotExist)})
+	s.receiverProblem(channel.Problem{Path: dir, Err: fmt.Errorf("list %s/to-main: %w", dir, channel.ErrRemoved)})
+	if out.Len() != 0 {
+		t.Errorf("a removed channel was reported: %s", out.String())
+	}
+	s.receiverProblem(channel.Problem{Path: dir, Err: fmt.Errorf("list %s/to-main: %w", dir, fs.ErrPermission)})
+	if !strings.Contains(out.String(), `"type":"problem"`) {
+		t.Errorf("another failure was not reported: %q", out.String())
 	}
 }
