@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // forgeReplay writes a new message file with a fresh id but the given
@@ -90,9 +92,10 @@ func TestReceiverRejectsSequenceRegression(t *testing.T) {
 	}
 }
 
-// TestReceiverRejectsDuplicateSequenceInFlight: two new files with one
-// sequence in the same scan: only the first is submitted.
-func TestReceiverRejectsDuplicateSequenceInFlight(t *testing.T) {
+// TestReceiverHoldsDuplicateSequenceInFlight: two new files with one
+// sequence in the same scan: only the first is submitted, the second waits
+// and is refused once the first is delivered.
+func TestReceiverHoldsDuplicateSequenceInFlight(t *testing.T) {
 	c := newTestChannel(t)
 	if _, err := c.Send(ToMain, "one"); err != nil {
 		t.Fatal(err)
@@ -100,7 +103,149 @@ func TestReceiverRejectsDuplicateSequenceInFlight(t *testing.T) {
 	forgeReplay(t, c, ToMain, 1)
 	sess := &session{receipts: NewMemoryReceipts()} // receipts come later
 	rx := NewReceiver(ToMain, sess.receipts, sess.submit, nil)
-	if res := rx.Scan(c); res.Submitted != 1 || res.Problems != 1 {
-		t.Fatalf("scan %+v, want one submitted and one rejected", res)
+	for range 2 {
+		if res := rx.Scan(c); len(sess.got) != 1 || res.Problems != 0 {
+			t.Fatalf("scan %+v, %d submitted, want one submitted and one waiting", res, len(sess.got))
+		}
+	}
+	r, _, err := ParseDeliveryHeader(sess.got[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.receipts.Record(r); err != nil {
+		t.Fatal(err)
+	}
+	if res := rx.Scan(c); res.Acknowledged != 1 || res.Submitted != 0 || res.Problems != 1 {
+		t.Fatalf("after the receipt %+v, want the first acknowledged and the second refused", res)
+	}
+	if n := inboxNames(t, c, ToMain); len(n) != 1 {
+		t.Fatalf("inbox %v, want the refused file kept", n)
+	}
+}
+
+// pickySession records the receipt of every submitted message except those
+// whose text is in refuse: those stay in flight, like a follow-up the
+// session queued and later dropped.
+type pickySession struct {
+	receipts ReceiptStore
+	refuse   map[string]bool
+	got      []string
+}
+
+func (s *pickySession) submit(d Delivery) error {
+	s.got = append(s.got, d.Message.Text)
+	if s.refuse[d.Message.Text] {
+		return nil
+	}
+	return s.receipts.Record(d.Message.Receipt())
+}
+
+// TestReceiverRetriesReleasedMessageBelowInFlight: message 1 is released
+// (the session refused it) while message 2 is still in flight; the retry of
+// 1 is a legitimate delivery, not a regression.
+func TestReceiverRetriesReleasedMessageBelowInFlight(t *testing.T) {
+	c := newTestChannel(t)
+	var sent []Message
+	for _, s := range []string{"one", "two"} {
+		m, err := c.Send(ToMain, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, m)
+	}
+	sess := &session{receipts: NewMemoryReceipts()} // receipts come later
+	var reports []Problem
+	rx := NewReceiver(ToMain, sess.receipts, sess.submit, func(p Problem) { reports = append(reports, p) })
+	if res := rx.Scan(c); res.Submitted != 2 {
+		t.Fatalf("first scan %+v", res)
+	}
+	rx.Release(sent[0].Receipt())
+	if res := rx.Scan(c); res.Submitted != 1 || res.Problems != 0 || len(reports) != 0 {
+		t.Fatalf("retry scan %+v, reports %v: the released message must be submitted again", res, reports)
+	}
+	for _, m := range sent {
+		if err := sess.receipts.Record(m.Receipt()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res := rx.Scan(c); res.Acknowledged != 2 || res.Problems != 0 {
+		t.Fatalf("after the receipts %+v", res)
+	}
+}
+
+// TestReceiverRetriesReleasedMessageBelowDelivered: message 2 is delivered
+// (receipted) while message 1 is still in flight; 1 is then released and
+// must still be delivered, also by a receiver restarted over the same
+// receipt log. A new file reusing sequence 1 or 2 afterwards is refused.
+func TestReceiverRetriesReleasedMessageBelowDelivered(t *testing.T) {
+	c := newTestChannel(t)
+	var sent []Message
+	for _, s := range []string{"one", "two"} {
+		m, err := c.Send(ToMain, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, m)
+	}
+	log := filepath.Join(t.TempDir(), "receipts.jsonl")
+	store, err := OpenFileReceipts(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { store.Close() }()
+	sess := &pickySession{receipts: store, refuse: map[string]bool{"one": true}}
+	var reports []Problem
+	report := func(p Problem) { reports = append(reports, p) }
+	rx := NewReceiver(ToMain, store, sess.submit, report)
+	if res := rx.Scan(c); res.Submitted != 2 || res.Acknowledged != 1 {
+		t.Fatalf("first scan %+v", res)
+	}
+	rx.Release(sent[0].Receipt())
+	sess.refuse = nil
+	if res := rx.Scan(c); res.Submitted != 1 || res.Acknowledged != 1 || len(reports) != 0 {
+		t.Fatalf("retry scan %+v, reports %v: the released message must be delivered", res, reports)
+	}
+	if diff := cmp.Diff([]string{"one", "two", "one"}, sess.got); diff != "" {
+		t.Fatalf("submissions (-want +got):\n%s", diff)
+	}
+
+	// The same, with the receiver restarted between the two deliveries.
+	for _, s := range []string{"three", "four"} {
+		m, err := c.Send(ToMain, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, m)
+	}
+	sess = &pickySession{receipts: store, refuse: map[string]bool{"three": true}}
+	rx = NewReceiver(ToMain, store, sess.submit, report)
+	if res := rx.Scan(c); res.Submitted != 2 || res.Acknowledged != 1 {
+		t.Fatalf("scan before the restart %+v", res)
+	}
+	store.Close()
+	if store, err = OpenFileReceipts(log); err != nil {
+		t.Fatal(err)
+	}
+	sess = &pickySession{receipts: store}
+	rx = NewReceiver(ToMain, store, sess.submit, report)
+	if res := rx.Scan(c); res.Submitted != 1 || res.Acknowledged != 1 || len(reports) != 0 {
+		t.Fatalf("restarted scan %+v, reports %v: the message left in flight must be delivered", res, reports)
+	}
+	if diff := cmp.Diff([]string{"three"}, sess.got); diff != "" {
+		t.Fatalf("restarted submissions (-want +got):\n%s", diff)
+	}
+
+	// Replays of any delivered sequence are still refused.
+	for _, m := range sent {
+		forged := forgeReplay(t, c, ToMain, m.Sequence)
+		if res := rx.Scan(c); res.Submitted != 0 || res.Problems != 1 {
+			t.Fatalf("replay of sequence %d: %+v", m.Sequence, res)
+		}
+		if err := os.Remove(forged); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(reports) != len(sent) {
+		t.Fatalf("%d reports, want one per replay: %v", len(reports), reports)
 	}
 }
