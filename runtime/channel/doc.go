@@ -14,6 +14,13 @@
 //     next 1,024 numbers of that writer, and every send re-reads it to notice
 //     another writer. Order is still total; a restarted writer leaves a gap,
 //     which every reader must accept (only order matters, not density).
+//   - A writer holds the inbox lock from reading the counter until its files
+//     are renamed into place, so messages are published in sequence order
+//     even with several writers. A receiver relies on it: a new message at
+//     or below a sequence it already delivered is refused as a replay
+//     (kept on disk, reported once), except one that was already waiting in
+//     the inbox, e.g. a failed submission retried. The TypeScript writer
+//     takes no lock, so it must stay the only writer of its direction.
 //   - A corrupt or foreign inbox file is reported and skipped instead of
 //     blocking the whole channel; it stays on disk for inspection.
 //   - Symlinks and foreign owners are refused on the channel directories and
