@@ -99,7 +99,9 @@ func (r *Receiver) Scan(ch *Channel) (res ScanResult) {
 		if acked {
 			state[i] = done
 			res.Acknowledged++
+			continue
 		}
+		r.learn(m.Receipt(), m.Sequence)
 	}
 	for i, m := range msgs {
 		if state[i] == unjudged {
@@ -238,11 +240,7 @@ func (r *Receiver) claim(key Receipt, seq int64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	slot := seqSlot{seqKey{key.Direction, key.RunID}, seq}
-	if cur, ok := r.inFlight[key]; ok {
-		if cur == 0 { // restored: learn its sequence
-			r.inFlight[key] = seq
-			r.bySeq[slot] = key
-		}
+	if _, ok := r.inFlight[key]; ok {
 		return false
 	}
 	if _, taken := r.bySeq[slot]; taken {
@@ -251,6 +249,20 @@ func (r *Receiver) claim(key Receipt, seq int64) bool {
 	r.inFlight[key] = seq
 	r.bySeq[slot] = key
 	return true
+}
+
+// learn records the sequence of a message restored as in flight, so a
+// second file with that sequence waits like one behind any in-flight message.
+func (r *Receiver) learn(key Receipt, seq int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cur, ok := r.inFlight[key]; ok && cur == 0 {
+		r.inFlight[key] = seq
+		slot := seqSlot{seqKey{key.Direction, key.RunID}, seq}
+		if _, taken := r.bySeq[slot]; !taken {
+			r.bySeq[slot] = key
+		}
+	}
 }
 
 // seqSlot is one sequence of one run and direction.

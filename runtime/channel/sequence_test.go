@@ -249,3 +249,67 @@ func TestReceiverRetriesReleasedMessageBelowDelivered(t *testing.T) {
 		t.Fatalf("%d reports, want one per replay: %v", len(reports), reports)
 	}
 }
+
+// TestReceiverHoldsDuplicateOfRestoredMessage: a reloaded receiver restores
+// a message as in flight without knowing its sequence; a second file with
+// that sequence still waits instead of being submitted, whichever of the
+// two the inbox lists first.
+func TestReceiverHoldsDuplicateOfRestoredMessage(t *testing.T) {
+	for range 8 { // the inbox lists equal sequences by (random) file name
+		c := newTestChannel(t)
+		m, err := c.Send(ToMain, "one")
+		if err != nil {
+			t.Fatal(err)
+		}
+		forgeReplay(t, c, ToMain, m.Sequence)
+		sess := &session{receipts: NewMemoryReceipts()}
+		rx := NewReceiver(ToMain, sess.receipts, sess.submit, nil)
+		rx.Restore([]Receipt{m.Receipt()})
+		if res := rx.Scan(c); res.Submitted != 0 || res.Waiting != 2 {
+			t.Fatalf("scan %+v, want both waiting behind the restored message", res)
+		}
+	}
+}
+
+// TestFileReceiptsSequenceLines: mark lines (with their waiting ids) load
+// back; malformed ones are refused with the byte offset instead of being
+// half-applied.
+func TestFileReceiptsSequenceLines(t *testing.T) {
+	const good = `{"direction":"to-main","runId":"r","messageId":"a"}` + "\n" +
+		`{"direction":"to-main","runId":"r","sequence":5,"waiting":["b","c"]}` + "\n" +
+		`{"direction":"to-main","runId":"r","messageId":"c"}` + "\n"
+	path := filepath.Join(t.TempDir(), "receipts.jsonl")
+	if err := os.WriteFile(path, []byte(good), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenFileReceipts(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, tc := range []struct {
+		id      string
+		waiting bool
+	}{{"b", true}, {"c", false}, {"d", false}} {
+		high, waiting, err := s.Delivered(Receipt{Direction: ToMain, RunID: "r", MessageID: tc.id})
+		if err != nil || high != 5 || waiting != tc.waiting {
+			t.Errorf("Delivered(%s) = %d, %v, %v; want 5, %v", tc.id, high, waiting, err, tc.waiting)
+		}
+	}
+	for name, line := range map[string]string{
+		"waiting on a receipt": `{"direction":"to-main","runId":"r","messageId":"a","waiting":["b"]}`,
+		"empty waiting id":     `{"direction":"to-main","runId":"r","sequence":5,"waiting":[""]}`,
+		"waiting not a list":   `{"direction":"to-main","runId":"r","sequence":5,"waiting":"b"}`,
+	} {
+		path := filepath.Join(t.TempDir(), "receipts.jsonl")
+		if err := os.WriteFile(path, []byte(good+line+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if s, err := OpenFileReceipts(path); err == nil {
+			s.Close()
+			t.Errorf("%s: log accepted", name)
+		} else if !strings.Contains(err.Error(), "corrupt receipt at byte "+strconv.Itoa(len(good))) {
+			t.Errorf("%s: error %v, want the byte offset %d", name, err, len(good))
+		}
+	}
+}
