@@ -11,8 +11,9 @@
 //   - One writer per direction is enforced with flock on the inbox, not only
 //     by convention.
 //   - The sequence file holds a reservation: one counter write covers the
-//     next 1,024 numbers of that writer, and every send re-reads it to notice
-//     another writer. Order is still total; a restarted writer leaves a gap,
+//     next 1,024 numbers of that writer, and every send checks it (a stat
+//     against the version last read, which stays open so no new version can
+//     take its inode number) to notice another writer. Order is still total; a restarted writer leaves a gap,
 //     which every reader must accept (only order matters, not density).
 //   - A writer holds the inbox lock from reading the counter until its files
 //     are renamed into place, so messages are published in sequence order

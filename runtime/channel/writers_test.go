@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestConcurrentWritersKeepSequenceOrder runs several writers of one
@@ -98,5 +100,59 @@ func TestConcurrentWritersKeepSequenceOrder(t *testing.T) {
 	}
 	if n := inboxNames(t, c, ToMain); len(n) != 0 {
 		t.Fatalf("inbox not empty: %v", n)
+	}
+}
+
+// TestSequenceCacheNotFooledByInodeReuse: a writer skips re-reading the
+// counter when its stat matches the version it read last. Between two of
+// its sends other writers may replace the counter more than once; ext4
+// hands a new file the lowest free inode number, often the one a replaced
+// version (or an acknowledged message) just freed, so inode, size and,
+// within one clock tick, times can all match the cached version while its
+// value is older, and the writer would reuse numbers from a stale lease.
+// The cached version must keep its inode number taken.
+func TestSequenceCacheNotFooledByInodeReuse(t *testing.T) {
+	c := newTestChannel(t)
+	hs := []*Channel{reopen(t, c), reopen(t, c), reopen(t, c)}
+	var last int64
+	for i := range 30 {
+		// Writers 0 and 1 alternate; every third turn writer 2 sends twice.
+		w := i % 2
+		if i%3 == 2 {
+			w = 2
+		}
+		m, err := hs[w].Send(ToMain, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Sequence <= last {
+			t.Fatalf("send %d: sequence %d after %d", i, m.Sequence, last)
+		}
+		last = m.Sequence
+		// A receiver frees the inodes of delivered files at once.
+		ms, _, err := c.Pending(ToMain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			if err := c.Acknowledge(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(int(c.root.Fd()), sequenceFile(ToMain), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			t.Fatal(err)
+		}
+		now, err := c.Sequence(ToMain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, h := range hs {
+			seen, ok := h.seqSeen[ToMain]
+			if ok && seen.dev == int64(st.Dev) && seen.ino == int64(st.Ino) && seen.value != now {
+				t.Fatalf("send %d: the counter (%d) has inode %d, the inode of the version writer %d cached (%d): only timestamps tell them apart",
+					i, now, st.Ino, j, seen.value)
+			}
+		}
 	}
 }
