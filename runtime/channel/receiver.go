@@ -67,7 +67,8 @@ const (
 	open              // deliverable: submitted, in flight or to be submitted
 	refused           // a replayed sequence, kept on disk
 	done              // receipted and acknowledged
-	skipped           // its receipt or mark could not be read
+	unknown           // its receipt or mark could not be read
+	skipped           // receipted, left for a later scan
 )
 
 // Scan reads the inbox of ch once and delivers what is pending in sequence
@@ -92,13 +93,16 @@ func (r *Receiver) Scan(ch *Channel) (res ScanResult) {
 	for i, m := range msgs {
 		acked, err := r.acknowledgeIfReceipted(ch, msgs, state, i)
 		if err != nil {
-			state[i] = skipped
 			problems = append(problems, Problem{Path: ch.Dir(), Err: err, key: "ack\x00" + m.ID + "\x00" + err.Error()})
 			continue
 		}
 		if acked {
 			state[i] = done
 			res.Acknowledged++
+			continue
+		}
+		if state[i] == skipped { // receipted, acknowledged on a later scan
+			res.Waiting++
 			continue
 		}
 		r.learn(m.Receipt(), m.Sequence)
@@ -145,17 +149,21 @@ func (r *Receiver) Scan(ch *Channel) (res ScanResult) {
 
 // acknowledgeIfReceipted removes msgs[i] from the inbox if its receipt
 // exists, after raising the delivered mark to its sequence and recording
-// the deliverable messages below it as waiting.
+// the deliverable messages below it as waiting. While a message below it
+// could not be judged, the mark is not raised: msgs[i] is marked skipped
+// and stays for a later scan.
 func (r *Receiver) acknowledgeIfReceipted(ch *Channel, msgs []Message, state []msgState, i int) (bool, error) {
 	m := msgs[i]
 	key := m.Receipt()
 	has, err := r.receipts.Has(key)
 	if err != nil {
+		state[i] = unknown
 		return false, fmt.Errorf("check receipt %s: %w", key.MessageID, err)
 	}
 	if !has {
 		return false, nil
 	}
+	state[i] = skipped // until acknowledged below
 	var waiting []string
 	for j := range i {
 		if msgs[j].Sequence >= m.Sequence {
@@ -166,8 +174,11 @@ func (r *Receiver) acknowledgeIfReceipted(ch *Channel, msgs []Message, state []m
 				return false, err
 			}
 		}
-		if state[j] == open {
+		switch state[j] {
+		case open:
 			waiting = append(waiting, msgs[j].ID)
+		case unknown:
+			return false, nil
 		}
 	}
 	if err := r.recordDelivered(m, waiting); err != nil {
@@ -188,7 +199,7 @@ func (r *Receiver) judge(msgs []Message, state []msgState, i int) error {
 	m := msgs[i]
 	high, waiting, err := r.delivered(m.Receipt())
 	if err != nil {
-		state[i] = skipped
+		state[i] = unknown
 		return err
 	}
 	if m.Sequence <= high && !waiting {

@@ -1,6 +1,7 @@
 package channel
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -311,5 +312,51 @@ func TestFileReceiptsSequenceLines(t *testing.T) {
 		} else if !strings.Contains(err.Error(), "corrupt receipt at byte "+strconv.Itoa(len(good))) {
 			t.Errorf("%s: error %v, want the byte offset %d", name, err, len(good))
 		}
+	}
+}
+
+// flakyReceipts fails Has for one message id while broken is set.
+type flakyReceipts struct {
+	*MemoryReceipts
+	broken string
+}
+
+func (s *flakyReceipts) Has(r Receipt) (bool, error) {
+	if r.MessageID == s.broken {
+		return false, errors.New("receipt store unavailable")
+	}
+	return s.MemoryReceipts.Has(r)
+}
+
+// TestReceiverKeepsMarkWhileBelowUnknown: while the receipt of a message
+// cannot be read, a later message's receipt does not raise the mark past
+// it, so the earlier one is still delivered once the store recovers.
+func TestReceiverKeepsMarkWhileBelowUnknown(t *testing.T) {
+	c := newTestChannel(t)
+	var sent []Message
+	for _, s := range []string{"one", "two"} {
+		m, err := c.Send(ToMain, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, m)
+	}
+	store := &flakyReceipts{MemoryReceipts: NewMemoryReceipts()}
+	sess := &session{receipts: store}
+	rx := NewReceiver(ToMain, store, sess.submit, nil)
+	if res := rx.Scan(c); res.Submitted != 2 {
+		t.Fatalf("first scan %+v", res)
+	}
+	rx.Release(sent[0].Receipt()) // the session dropped "one"
+	if err := store.Record(sent[1].Receipt()); err != nil {
+		t.Fatal(err)
+	}
+	store.broken = sent[0].ID
+	if res := rx.Scan(c); res.Acknowledged != 0 || res.Problems != 1 {
+		t.Fatalf("scan with the store failing %+v, want nothing acknowledged", res)
+	}
+	store.broken = ""
+	if res := rx.Scan(c); res.Acknowledged != 1 || res.Submitted != 1 || res.Problems != 0 {
+		t.Fatalf("scan after recovery %+v, want \"two\" acknowledged and \"one\" delivered", res)
 	}
 }
