@@ -2,6 +2,9 @@ package channel
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -154,5 +157,70 @@ func TestSequenceCacheNotFooledByInodeReuse(t *testing.T) {
 					i, now, st.Ino, j, seen.value)
 			}
 		}
+	}
+}
+
+// TestUnlockedWriterOvertakenIsReported: the TypeScript writer takes no
+// lock and renames its payload after its counter write. If one of ours
+// sends between the two (two writers on one direction, which the protocol
+// forbids), ours is published and delivered first, and the TypeScript
+// message arrives below a delivered sequence: indistinguishable from a
+// replay, so it is refused, but reported and kept on disk, never dropped
+// silently.
+func TestUnlockedWriterOvertakenIsReported(t *testing.T) {
+	c := newTestChannel(t)
+	first, err := c.Send(ToMain, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The TypeScript writer: read the counter, write counter+1 (temp and
+	// rename, no lock) ...
+	prev, err := c.Sequence(ToMain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.Manifest()
+	tsWrite := func(name string, v any) {
+		t.Helper()
+		data, err := encodeJSON(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(c.Dir(), name)
+		if err := os.WriteFile(path+".1.000000000000.tmp", data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path+".1.000000000000.tmp", path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tsWrite(sequenceFile(ToMain), sequenceRecord{RunID: m.RunID, Token: m.Token, Sequence: prev + 1})
+	// ... one of ours sends meanwhile and is delivered ...
+	ours, err := reopen(t, c).Send(ToMain, "ours")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ours.Sequence <= prev+1 {
+		t.Fatalf("our sequence %d is not above the TypeScript writer's %d", ours.Sequence, prev+1)
+	}
+	store := NewMemoryReceipts()
+	sess := &session{receipts: store, autoReceipt: true}
+	var reports []Problem
+	rx := NewReceiver(ToMain, store, sess.submit, func(p Problem) { reports = append(reports, p) })
+	if res := rx.Scan(c); res.Acknowledged != 2 {
+		t.Fatalf("scan %+v", res)
+	}
+	// ... then the TypeScript payload lands.
+	id := NewID()
+	tsWrite(filepath.Join(string(ToMain), id+".json"), wireMessage{Version: 1, ID: id, Sequence: prev + 1,
+		RunID: m.RunID, Token: m.Token, CreatedAt: first.CreatedAt, Message: "late"})
+	for range 2 {
+		rx.Scan(c)
+	}
+	if len(reports) != 1 || !strings.Contains(reports[0].Error(), id) {
+		t.Fatalf("reports %v, want the late message reported once", reports)
+	}
+	if n := inboxNames(t, c, ToMain); len(n) != 1 || n[0] != id+".json" {
+		t.Fatalf("inbox %v, want the late message kept", n)
 	}
 }
