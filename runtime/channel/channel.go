@@ -43,7 +43,7 @@ type Channel struct {
 	send     map[Direction]*sync.Mutex
 	swept    map[Direction]bool     // stale temp files of d removed (guarded by send[d])
 	lease    map[Direction]seqLease // reserved sequence numbers (guarded by send[d])
-	seqSeen  map[Direction]seqStamp // counter file last read (guarded by send[d])
+	seqSeen  map[Direction]seqStamp // counter version last read, held open (guarded by send[d])
 	reserve  int64                  // numbers reserved per counter write
 	now      func() time.Time
 	fault    faultFunc
@@ -303,6 +303,9 @@ func (c *Channel) Close() error {
 	for _, f := range c.inbox {
 		errs = append(errs, f.Close())
 	}
+	for d := range c.seqSeen {
+		c.forgetSequence(d)
+	}
 	if c.root != nil {
 		errs = append(errs, c.root.Close())
 	}
@@ -346,6 +349,10 @@ func (c *Channel) Sequence(d Direction) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return c.parseSequence(d, data)
+}
+
+func (c *Channel) parseSequence(d Direction, data []byte) (int64, error) {
 	f, err := fields(data)
 	if err == nil {
 		err = checkIdentity(f, c.identity())

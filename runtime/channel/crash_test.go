@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -121,6 +122,19 @@ func crashSender() int {
 	}
 }
 
+// markedLog is a sessionLog whose delivered marks persist in a receipt
+// log of their own, so a killed receiver's successor refuses replays.
+type markedLog struct {
+	*sessionLog
+	marks *FileReceipts
+}
+
+func (s markedLog) Delivered(r Receipt) (int64, bool, error) { return s.marks.Delivered(r) }
+
+func (s markedLog) RecordDelivered(d Direction, runID string, seq int64, waiting []string) error {
+	return s.marks.RecordDelivered(d, runID, seq, waiting)
+}
+
 func crashReceiver() int {
 	c, err := Open(os.Getenv("FACETS_CRASH_DIR"), os.Getenv("FACETS_CRASH_TOKEN"))
 	if err != nil {
@@ -132,10 +146,15 @@ func crashReceiver() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
 	}
+	marks, err := OpenFileReceipts(os.Getenv("FACETS_CRASH_MARKS"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
 	submit := func(d Delivery) error {
 		return log.append(sessionEntry{Receipt: d.Message.Receipt(), Sequence: d.Message.Sequence})
 	}
-	rx := NewReceiver(ToMain, log, submit, func(p Problem) { fmt.Fprintln(os.Stderr, p.Err) })
+	rx := NewReceiver(ToMain, markedLog{log, marks}, submit, func(p Problem) { fmt.Fprintln(os.Stderr, p.Err) })
 	os.Stdout.WriteString("ready\n")
 	for {
 		rx.Scan(c)
@@ -151,10 +170,11 @@ func TestCrashAtRandomPoints(t *testing.T) {
 	const iterations = 200
 	c := newTestChannel(t)
 	logPath := filepath.Join(t.TempDir(), "session.jsonl")
+	marksPath := filepath.Join(t.TempDir(), "marks.jsonl")
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 42))
-	env := slices.Clip(append(os.Environ(), "FACETS_CRASH_DIR="+c.Dir(), "FACETS_CRASH_TOKEN="+c.Manifest().Token, "FACETS_CRASH_LOG="+logPath))
+	env := slices.Clip(append(os.Environ(), "FACETS_CRASH_DIR="+c.Dir(), "FACETS_CRASH_TOKEN="+c.Manifest().Token, "FACETS_CRASH_LOG="+logPath, "FACETS_CRASH_MARKS="+marksPath))
 	acked := map[string]int64{}
 	var childErrs []string
 	for i := range iterations {
@@ -225,7 +245,12 @@ func TestCrashAtRandomPoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rx := NewReceiver(ToMain, log, func(d Delivery) error {
+	marks, err := OpenFileReceipts(marksPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer marks.Close()
+	rx := NewReceiver(ToMain, markedLog{log, marks}, func(d Delivery) error {
 		return log.append(sessionEntry{Receipt: d.Message.Receipt(), Sequence: d.Message.Sequence})
 	}, func(p Problem) { t.Errorf("problem: %v", p.Err) })
 	rx.Scan(c)
@@ -262,6 +287,18 @@ func TestCrashAtRandomPoints(t *testing.T) {
 	}
 	if len(acked) == 0 {
 		t.Fatal("no send ever completed; the test exercised nothing")
+	}
+	// The marks survived the kills: a new file replaying the last delivered
+	// sequence is refused by yet another receiver.
+	forged := forgeReplay(t, c, ToMain, last)
+	var refused []Problem
+	NewReceiver(ToMain, markedLog{log, marks}, func(Delivery) error { return errors.New("replay submitted") },
+		func(p Problem) { refused = append(refused, p) }).Scan(c)
+	if len(refused) != 1 || refused[0].Path != forged {
+		t.Errorf("replay of sequence %d: problems %v, want it refused", last, refused)
+	}
+	if err := os.Remove(forged); err != nil {
+		t.Fatal(err)
 	}
 	temps := tempFiles(t, c, ToMain)
 	t.Logf("%d iterations: %d sends confirmed, %d deliveries (%d published by a sender killed before Send returned), %d temp files left by killed writers",

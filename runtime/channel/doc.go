@@ -14,14 +14,22 @@
 //     counter write (with its fsync) covers the next 1,024 numbers of that
 //     writer, where the TypeScript Facets writes the counter on every send
 //     and stores the number it just used. Mixed writers (one direction
-//     written by this package and by the reference in turn, e.g. across an
-//     upgrade) still order correctly, because both read the counter before
-//     every send and only go above it, and the counter is never below any
+//     written by this package and by the TypeScript Facets in turn, e.g.
+//     across an upgrade, never at once) still order correctly, because both read the counter before
+//     every send (a stat against the version last read, which stays open so no
+//     new version can take its inode number) and only go above it, and the counter is never below any
 //     number either has used: the reference's next number skips the rest of
 //     a reservation, and a writer here that finds the counter changed drops
 //     its reservation and continues above the new value. The cost is gaps
 //     (unused reserved numbers, or a restarted writer's), which readers
 //     here and in the reference accept, since they only sort by sequence.
+//   - A writer holds the inbox lock from reading the counter until its files
+//     are renamed into place, so messages are published in sequence order
+//     even with several writers. A receiver relies on it: a new message at
+//     or below a sequence it already delivered is refused as a replay
+//     (kept on disk, reported once), except one that was already waiting in
+//     the inbox, e.g. a failed submission retried. The TypeScript writer
+//     takes no lock, so it must stay the only writer of its direction.
 //   - A corrupt or foreign inbox file is reported and skipped instead of
 //     blocking the whole channel; it stays on disk for inspection.
 //   - Symlinks and foreign owners are refused on the channel directories and

@@ -83,24 +83,43 @@ func openDirAt(parent *os.File, name string) (*os.File, error) {
 // readFileAt reads a regular file below dir without following symlinks and
 // refuses files larger than limit before reading them whole.
 func readFileAt(dir *os.File, name string, limit int64) ([]byte, error) {
+	f, _, data, err := openReadAt(dir, name, limit)
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	return data, nil
+}
+
+// openReadAt is readFileAt returning the open file and its stat too, so a
+// caller can tell exactly which version of the file it read.
+func openReadAt(dir *os.File, name string, limit int64) (*os.File, unix.Stat_t, []byte, error) {
+	var st unix.Stat_t
 	label := filepath.Join(dir.Name(), name)
 	fd, err := unix.Openat(int(dir.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
-			return nil, fmt.Errorf("open %s: %w", label, os.ErrNotExist)
+			return nil, st, nil, fmt.Errorf("open %s: %w", label, os.ErrNotExist)
 		}
 		if errors.Is(err, unix.ELOOP) {
-			return nil, fmt.Errorf("%s: symlink in place of a channel file: %w", label, ErrInsecure)
+			return nil, st, nil, fmt.Errorf("%s: symlink in place of a channel file: %w", label, ErrInsecure)
 		}
-		return nil, fmt.Errorf("open %s: %w", label, err)
+		return nil, st, nil, fmt.Errorf("open %s: %w", label, err)
 	}
 	f := os.NewFile(uintptr(fd), label)
-	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	data, err := readOpened(f, &st, label, limit)
+	if err != nil {
+		f.Close()
+		return nil, st, nil, err
+	}
+	return f, st, data, nil
+}
+
+func readOpened(f *os.File, st *unix.Stat_t, label string, limit int64) ([]byte, error) {
+	if err := unix.Fstat(int(f.Fd()), st); err != nil {
 		return nil, fmt.Errorf("stat %s: %w", label, err)
 	}
-	if err := checkOwned(&st, false, label); err != nil {
+	if err := checkOwned(st, false, label); err != nil {
 		return nil, err
 	}
 	if st.Size > limit {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 
@@ -24,9 +25,17 @@ type ReceiptStore interface {
 // and direction, the highest sequence delivered, so a new message that
 // reuses an old sequence is refused even after a restart. The Receiver
 // keeps the mark in memory for stores without it.
+//
+// A mark can pass a message that is still waiting (its submission failed or
+// was withdrawn while a later one was delivered); such messages are named
+// when the mark is raised and stay deliverable.
 type SequenceStore interface {
-	Delivered(d Direction, runID string) (int64, error)
-	RecordDelivered(d Direction, runID string, seq int64) error
+	// Delivered returns the mark of r's direction and run, and whether r
+	// was still waiting below it when it was raised.
+	Delivered(r Receipt) (high int64, waiting bool, err error)
+	// RecordDelivered raises the mark of d of runID to seq; waiting names
+	// the messages below seq still in the inbox, undelivered.
+	RecordDelivered(d Direction, runID string, seq int64, waiting []string) error
 }
 
 // seqKey names one direction of one run in a SequenceStore.
@@ -35,32 +44,73 @@ type seqKey struct {
 	RunID     string
 }
 
+// seqMarks is the memory of a SequenceStore; its user serializes access.
+type seqMarks struct {
+	high    map[seqKey]int64
+	waiting map[Receipt]bool // passed by a mark, not yet receipted
+}
+
+func newSeqMarks() seqMarks {
+	return seqMarks{high: map[seqKey]int64{}, waiting: map[Receipt]bool{}}
+}
+
+func (m *seqMarks) delivered(r Receipt) (int64, bool) {
+	return m.high[seqKey{r.Direction, r.RunID}], m.waiting[r]
+}
+
+// fresh reports whether raising the mark of d of runID to seq with waiting
+// changes anything.
+func (m *seqMarks) fresh(d Direction, runID string, seq int64, waiting []string) bool {
+	if seq > m.high[seqKey{d, runID}] {
+		return true
+	}
+	for _, id := range waiting {
+		if !m.waiting[Receipt{Direction: d, RunID: runID, MessageID: id}] {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *seqMarks) raise(d Direction, runID string, seq int64, waiting []string) {
+	k := seqKey{d, runID}
+	m.high[k] = max(m.high[k], seq)
+	for _, id := range waiting {
+		m.waiting[Receipt{Direction: d, RunID: runID, MessageID: id}] = true
+	}
+}
+
+// receipted forgets r as waiting: its receipt now speaks for it.
+func (m *seqMarks) receipted(r Receipt) { delete(m.waiting, r) }
+
 // MemoryReceipts keeps receipts only for the life of the process, like an
 // ephemeral Pi session.
 type MemoryReceipts struct {
-	mu   sync.Mutex
-	seen map[Receipt]bool
-	high map[seqKey]int64
+	mu    sync.Mutex
+	seen  map[Receipt]bool
+	marks seqMarks
 }
 
 // NewMemoryReceipts returns an empty in-memory store.
 func NewMemoryReceipts() *MemoryReceipts {
-	return &MemoryReceipts{seen: map[Receipt]bool{}, high: map[seqKey]int64{}}
+	return &MemoryReceipts{seen: map[Receipt]bool{}, marks: newSeqMarks()}
 }
 
-// Delivered returns the highest sequence recorded for d of runID.
-func (s *MemoryReceipts) Delivered(d Direction, runID string) (int64, error) {
+// Delivered returns the mark of r's direction and run and whether r was
+// waiting below it.
+func (s *MemoryReceipts) Delivered(r Receipt) (int64, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.high[seqKey{d, runID}], nil
+	high, waiting := s.marks.delivered(r)
+	return high, waiting, nil
 }
 
-// RecordDelivered raises the mark of d of runID to seq.
-func (s *MemoryReceipts) RecordDelivered(d Direction, runID string, seq int64) error {
+// RecordDelivered raises the mark of d of runID to seq and keeps the
+// waiting messages below it deliverable.
+func (s *MemoryReceipts) RecordDelivered(d Direction, runID string, seq int64, waiting []string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := seqKey{d, runID}
-	s.high[k] = max(s.high[k], seq)
+	s.marks.raise(d, runID, seq, waiting)
 	return nil
 }
 
@@ -76,6 +126,7 @@ func (s *MemoryReceipts) Record(r Receipt) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seen[r] = true
+	s.marks.receipted(r)
 	return nil
 }
 
@@ -83,13 +134,14 @@ func (s *MemoryReceipts) Record(r Receipt) error {
 // standing in for a persisted Pi session. A line torn by a crash is dropped
 // when the log is reopened, so its message is delivered again, never twice.
 // Lines with a "sequence" and no "messageId" hold the delivered
-// high-water marks of SequenceStore.
+// high-water marks of SequenceStore, with the ids of the messages still
+// waiting below them in "waiting".
 type FileReceipts struct {
-	mu   sync.Mutex
-	f    *os.File
-	seen map[Receipt]bool
-	high map[seqKey]int64
-	size int64 // length of the log up to its last complete line
+	mu    sync.Mutex
+	f     *os.File
+	seen  map[Receipt]bool
+	marks seqMarks
+	size  int64 // length of the log up to its last complete line
 }
 
 // logLine is one line of the receipt log: a receipt, or a high-water mark.
@@ -98,6 +150,7 @@ type logLine struct {
 	RunID     string    `json:"runId"`
 	MessageID string    `json:"messageId,omitempty"`
 	Sequence  int64     `json:"sequence,omitempty"`
+	Waiting   []string  `json:"waiting,omitempty"`
 }
 
 // MaxReceiptLogBytes caps a receipt log read by OpenFileReceipts, about
@@ -122,7 +175,7 @@ func OpenFileReceipts(path string) (*FileReceipts, error) {
 		}
 		return nil, fmt.Errorf("open receipts %s: %w", path, &safefile.TooLargeError{Size: fi.Size(), Limit: MaxReceiptLogBytes})
 	}
-	s := &FileReceipts{f: f, seen: map[Receipt]bool{}, high: map[seqKey]int64{}}
+	s := &FileReceipts{f: f, seen: map[Receipt]bool{}, marks: newSeqMarks()}
 	if err := s.load(); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("open receipts %s: %w", path, err)
@@ -143,14 +196,16 @@ func (s *FileReceipts) load() error {
 		}
 		line := data[good : good+end]
 		var l logLine
-		if err := json.Unmarshal(line, &l); err != nil || !l.Direction.Valid() || l.RunID == "" || (l.MessageID == "") == (l.Sequence <= 0) {
+		if err := json.Unmarshal(line, &l); err != nil || !l.Direction.Valid() || l.RunID == "" || (l.MessageID == "") == (l.Sequence <= 0) ||
+			(l.MessageID != "" && l.Waiting != nil) || slices.Contains(l.Waiting, "") {
 			return fmt.Errorf("corrupt receipt at byte %d", good)
 		}
 		if l.MessageID != "" {
-			s.seen[Receipt{Direction: l.Direction, RunID: l.RunID, MessageID: l.MessageID}] = true
+			r := Receipt{Direction: l.Direction, RunID: l.RunID, MessageID: l.MessageID}
+			s.seen[r] = true
+			s.marks.receipted(r)
 		} else {
-			k := seqKey{l.Direction, l.RunID}
-			s.high[k] = max(s.high[k], l.Sequence)
+			s.marks.raise(l.Direction, l.RunID, l.Sequence, l.Waiting)
 		}
 		good += end + 1
 	}
@@ -182,29 +237,32 @@ func (s *FileReceipts) Record(r Receipt) error {
 		return fmt.Errorf("record receipt %s: %w", r.MessageID, err)
 	}
 	s.seen[r] = true
+	s.marks.receipted(r)
 	return nil
 }
 
-// Delivered returns the highest sequence recorded for d of runID.
-func (s *FileReceipts) Delivered(d Direction, runID string) (int64, error) {
+// Delivered returns the mark of r's direction and run and whether r was
+// waiting below it.
+func (s *FileReceipts) Delivered(r Receipt) (int64, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.high[seqKey{d, runID}], nil
+	high, waiting := s.marks.delivered(r)
+	return high, waiting, nil
 }
 
-// RecordDelivered raises the mark of d of runID to seq, fsynced like a
-// receipt; a mark that is not higher writes nothing.
-func (s *FileReceipts) RecordDelivered(d Direction, runID string, seq int64) error {
+// RecordDelivered raises the mark of d of runID to seq, keeping the
+// waiting messages below it deliverable, in one line fsynced like a
+// receipt; a call that changes nothing writes nothing.
+func (s *FileReceipts) RecordDelivered(d Direction, runID string, seq int64, waiting []string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := seqKey{d, runID}
-	if seq <= s.high[k] {
+	if !s.marks.fresh(d, runID, seq, waiting) {
 		return nil
 	}
-	if err := s.append(logLine{Direction: d, RunID: runID, Sequence: seq}); err != nil {
+	if err := s.append(logLine{Direction: d, RunID: runID, Sequence: seq, Waiting: waiting}); err != nil {
 		return fmt.Errorf("record delivered sequence %d: %w", seq, err)
 	}
-	s.high[k] = seq
+	s.marks.raise(d, runID, seq, waiting)
 	return nil
 }
 

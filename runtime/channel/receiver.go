@@ -20,6 +20,13 @@ func (d Delivery) Text() string { return FormatDelivery(d.Message) }
 // receiving session. A message is submitted at most once while in flight,
 // removed from the inbox only when its receipt is recorded, and retried on a
 // later scan if submission fails.
+//
+// A new message whose sequence is at or below one already delivered (for
+// its run and direction) is refused as a replay: every writer publishes in
+// sequence order, so a legitimate message is in the inbox before any later
+// one is delivered. Messages still waiting in the inbox when a later one is
+// delivered (a failed or withdrawn submission) are recorded as waiting and
+// stay deliverable.
 type Receiver struct {
 	direction Direction
 	receipts  ReceiptStore
@@ -27,8 +34,9 @@ type Receiver struct {
 	report    func(Problem)
 
 	mu       sync.Mutex
-	inFlight map[Receipt]int64          // submitted, not yet receipted → its sequence
-	high     map[seqKey]int64           // delivered high-water marks, when receipts is no SequenceStore
+	inFlight map[Receipt]int64          // submitted, not yet receipted → its sequence (0: unknown)
+	bySeq    map[seqSlot]Receipt        // inFlight by known sequence
+	marks    seqMarks                   // delivered marks, when receipts is no SequenceStore
 	reported map[string]map[string]bool // channel dir → keys of problems already reported
 }
 
@@ -40,7 +48,7 @@ func NewReceiver(d Direction, receipts ReceiptStore, submit func(Delivery) error
 		report = func(Problem) {}
 	}
 	return &Receiver{direction: d, receipts: receipts, submit: submit, report: report,
-		inFlight: map[Receipt]int64{}, high: map[seqKey]int64{}, reported: map[string]map[string]bool{}}
+		inFlight: map[Receipt]int64{}, bySeq: map[seqSlot]Receipt{}, marks: newSeqMarks(), reported: map[string]map[string]bool{}}
 }
 
 // ScanResult counts what one Scan did.
@@ -50,6 +58,18 @@ type ScanResult struct {
 	Waiting      int // in flight, waiting for their receipt
 	Problems     int // files or steps that failed (reported or not)
 }
+
+// msgState is what one Scan decided about one listed message.
+type msgState uint8
+
+const (
+	unjudged msgState = iota
+	open              // deliverable: submitted, in flight or to be submitted
+	refused           // a replayed sequence, kept on disk
+	done              // receipted and acknowledged
+	unknown           // its receipt or mark could not be read
+	skipped           // receipted, left for a later scan
+)
 
 // Scan reads the inbox of ch once and delivers what is pending in sequence
 // order. It never panics on bad files and leaves them on disk; a failing
@@ -67,23 +87,43 @@ func (r *Receiver) Scan(ch *Channel) (res ScanResult) {
 		return res
 	}
 	problems = append(problems, bad...)
-	for _, m := range msgs {
-		key := m.Receipt()
-		acked, err := r.acknowledgeIfReceipted(ch, m)
+	state := make([]msgState, len(msgs))
+	// Receipted messages are acknowledged first, so the delivered mark is
+	// up to date before any new file is judged against it.
+	for i, m := range msgs {
+		acked, err := r.acknowledgeIfReceipted(ch, msgs, state, i)
 		if err != nil {
-			problems = append(problems, Problem{Path: ch.Dir(), Err: err, key: "ack\x00" + key.MessageID + "\x00" + err.Error()})
+			problems = append(problems, Problem{Path: ch.Dir(), Err: err, key: "ack\x00" + m.ID + "\x00" + err.Error()})
 			continue
 		}
 		if acked {
+			state[i] = done
 			res.Acknowledged++
 			continue
 		}
-		if err := r.checkSequence(m); err != nil {
-			// Kept on disk for inspection; reported once while it stays.
-			problems = append(problems, Problem{Path: filepath.Join(ch.Dir(), string(m.Direction), Safe(m.ID)+".json"),
-				Err: err, key: "sequence\x00" + key.MessageID})
+		if state[i] == skipped { // receipted, acknowledged on a later scan
+			res.Waiting++
 			continue
 		}
+		r.learn(m.Receipt(), m.Sequence)
+	}
+	for i, m := range msgs {
+		if state[i] == unjudged {
+			if err := r.judge(msgs, state, i); err != nil {
+				problems = append(problems, Problem{Path: ch.Dir(), Err: err, key: "mark\x00" + m.ID + "\x00" + err.Error()})
+			}
+		}
+		switch state[i] {
+		case refused:
+			// Kept on disk for inspection; reported once while it stays.
+			problems = append(problems, Problem{Path: filepath.Join(ch.Dir(), string(m.Direction), Safe(m.ID)+".json"),
+				Err: r.regression(m), key: "sequence\x00" + m.ID})
+			continue
+		case open:
+		default:
+			continue
+		}
+		key := m.Receipt()
 		if !r.claim(key, m.Sequence) {
 			res.Waiting++
 			continue
@@ -97,7 +137,8 @@ func (r *Receiver) Scan(ch *Channel) (res ScanResult) {
 		res.Submitted++
 		// A session that records the receipt synchronously lets the inbox
 		// file go right away instead of on the next wake.
-		if acked, err := r.acknowledgeIfReceipted(ch, m); err == nil && acked {
+		if acked, err := r.acknowledgeIfReceipted(ch, msgs, state, i); err == nil && acked {
+			state[i] = done
 			res.Acknowledged++
 		} else {
 			res.Waiting++
@@ -106,16 +147,41 @@ func (r *Receiver) Scan(ch *Channel) (res ScanResult) {
 	return res
 }
 
-func (r *Receiver) acknowledgeIfReceipted(ch *Channel, m Message) (bool, error) {
+// acknowledgeIfReceipted removes msgs[i] from the inbox if its receipt
+// exists, after raising the delivered mark to its sequence and recording
+// the deliverable messages below it as waiting. While a message below it
+// could not be judged, the mark is not raised: msgs[i] is marked skipped
+// and stays for a later scan.
+func (r *Receiver) acknowledgeIfReceipted(ch *Channel, msgs []Message, state []msgState, i int) (bool, error) {
+	m := msgs[i]
 	key := m.Receipt()
 	has, err := r.receipts.Has(key)
 	if err != nil {
+		state[i] = unknown
 		return false, fmt.Errorf("check receipt %s: %w", key.MessageID, err)
 	}
 	if !has {
 		return false, nil
 	}
-	if err := r.recordDelivered(m); err != nil {
+	state[i] = skipped // until acknowledged below
+	var waiting []string
+	for j := range i {
+		if msgs[j].Sequence >= m.Sequence {
+			continue
+		}
+		if state[j] == unjudged {
+			if err := r.judge(msgs, state, j); err != nil {
+				return false, err
+			}
+		}
+		switch state[j] {
+		case open:
+			waiting = append(waiting, msgs[j].ID)
+		case unknown:
+			return false, nil
+		}
+	}
+	if err := r.recordDelivered(m, waiting); err != nil {
 		return false, err
 	}
 	if err := ch.Acknowledge(m); err != nil {
@@ -125,66 +191,95 @@ func (r *Receiver) acknowledgeIfReceipted(ch *Channel, m Message) (bool, error) 
 	return true, nil
 }
 
-// checkSequence refuses a message that is neither receipted nor in flight
-// but whose sequence is at or below one already delivered, or one in
-// flight, for its run and direction: the sender's counter never goes back,
-// so such a file is a replay or a forgery.
-func (r *Receiver) checkSequence(m Message) error {
-	high, err := r.delivered(m.Direction, m.RunID)
+// judge decides whether the unreceipted msgs[i] is deliverable or a
+// replay: a new id at or below the delivered mark that was not waiting when
+// the mark passed it. A judged message keeps its state for the scan, as a
+// mark raised later in the scan records every open message below it.
+func (r *Receiver) judge(msgs []Message, state []msgState, i int) error {
+	m := msgs[i]
+	high, waiting, err := r.delivered(m.Receipt())
 	if err != nil {
+		state[i] = unknown
 		return err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.inFlight[m.Receipt()]; ok {
-		return nil
-	}
-	for k, seq := range r.inFlight {
-		if k.Direction == m.Direction && k.RunID == m.RunID {
-			high = max(high, seq)
-		}
-	}
-	if m.Sequence <= high {
-		return fmt.Errorf("rejected message %s: sequence %d is at or below %d, already delivered on %s of run %s; the file is kept for inspection",
-			m.ID, m.Sequence, high, m.Direction, m.RunID)
+	if m.Sequence <= high && !waiting {
+		state[i] = refused
+	} else {
+		state[i] = open
 	}
 	return nil
 }
 
-func (r *Receiver) delivered(d Direction, runID string) (int64, error) {
+func (r *Receiver) regression(m Message) error {
+	high, _, _ := r.delivered(m.Receipt())
+	return fmt.Errorf("rejected message %s: sequence %d is at or below %d, already delivered on %s of run %s; the file is kept for inspection",
+		m.ID, m.Sequence, high, m.Direction, m.RunID)
+}
+
+func (r *Receiver) delivered(key Receipt) (int64, bool, error) {
 	if s, ok := r.receipts.(SequenceStore); ok {
-		high, err := s.Delivered(d, runID)
+		high, waiting, err := s.Delivered(key)
 		if err != nil {
-			return 0, fmt.Errorf("read delivered sequence of %s: %w", runID, err)
+			return 0, false, fmt.Errorf("read delivered sequence of %s: %w", key.RunID, err)
 		}
-		return high, nil
+		return high, waiting, nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.high[seqKey{d, runID}], nil
+	high, waiting := r.marks.delivered(key)
+	return high, waiting, nil
 }
 
-// recordDelivered raises the high-water mark to a receipted message's
-// sequence before its inbox file goes, so the mark survives a crash.
-func (r *Receiver) recordDelivered(m Message) error {
+// recordDelivered raises the mark to a receipted message's sequence before
+// its inbox file goes, so the mark survives a crash.
+func (r *Receiver) recordDelivered(m Message, waiting []string) error {
 	if s, ok := r.receipts.(SequenceStore); ok {
-		return s.RecordDelivered(m.Direction, m.RunID, m.Sequence)
+		return s.RecordDelivered(m.Direction, m.RunID, m.Sequence, waiting)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	k := seqKey{m.Direction, m.RunID}
-	r.high[k] = max(r.high[k], m.Sequence)
+	r.marks.raise(m.Direction, m.RunID, m.Sequence, waiting)
+	r.marks.receipted(m.Receipt())
 	return nil
 }
 
+// claim marks key in flight unless it already is, or another message of
+// its run and direction with the same sequence is: a sequence is delivered
+// once, so a second file with it waits until the first is receipted (then
+// it is refused) or withdrawn.
 func (r *Receiver) claim(key Receipt, seq int64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	slot := seqSlot{seqKey{key.Direction, key.RunID}, seq}
 	if _, ok := r.inFlight[key]; ok {
 		return false
 	}
+	if _, taken := r.bySeq[slot]; taken {
+		return false
+	}
 	r.inFlight[key] = seq
+	r.bySeq[slot] = key
 	return true
+}
+
+// learn records the sequence of a message restored as in flight, so a
+// second file with that sequence waits like one behind any in-flight message.
+func (r *Receiver) learn(key Receipt, seq int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cur, ok := r.inFlight[key]; ok && cur == 0 {
+		r.inFlight[key] = seq
+		slot := seqSlot{seqKey{key.Direction, key.RunID}, seq}
+		if _, taken := r.bySeq[slot]; !taken {
+			r.bySeq[slot] = key
+		}
+	}
+}
+
+// seqSlot is one sequence of one run and direction.
+type seqSlot struct {
+	seqKey
+	seq int64
 }
 
 // Release withdraws an in-flight mark so the next scan submits the message
@@ -192,7 +287,13 @@ func (r *Receiver) claim(key Receipt, seq int64) bool {
 func (r *Receiver) Release(key Receipt) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.inFlight, key)
+	if seq, ok := r.inFlight[key]; ok {
+		slot := seqSlot{seqKey{key.Direction, key.RunID}, seq}
+		if r.bySeq[slot] == key {
+			delete(r.bySeq, slot)
+		}
+		delete(r.inFlight, key)
+	}
 }
 
 // InFlight returns the receipts of messages submitted but not yet receipted,
