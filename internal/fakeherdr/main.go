@@ -2,7 +2,8 @@
 // follows the command-line contract of Herdr 0.8.2 described in
 // herdr/README.md for the commands Facets uses, keeps its state in the
 // directory named by FAKEHERDR_STATE, appends every call to calls.jsonl there,
-// and reads failure knobs from control.json in the same directory.
+// and reads failure knobs from control.json (internal/fakectl) in the same
+// directory.
 package main
 
 import (
@@ -22,66 +23,13 @@ import (
 	"unicode"
 
 	"github.com/facets-dev/facets/internal/envvar"
+	"github.com/facets-dev/facets/internal/fakectl"
 )
 
 const (
 	defaultVersion = "0.8.2"
 	protocol       = 20
 )
-
-// control is the test's script for this fake, read from control.json.
-type control struct {
-	// Version printed by --version and reported by status server.
-	Version string `json:"version,omitempty"`
-	// Server is "running" (default), "not_running" or "incompatible".
-	Server string `json:"server,omitempty"`
-	// Fail makes a command ("tab create", "agent start", ...) fail.
-	Fail map[string]failure `json:"fail,omitempty"`
-	// Hang makes a command block until killed, after writing the marker
-	// file hanging-<command with _ for spaces>.
-	Hang []string `json:"hang,omitempty"`
-	// Malformed makes a command succeed but print a broken response:
-	// "garbage", "empty", "truncated", "no-tab-id", "no-pane-id",
-	// "wrong-pane", "wrong-tab".
-	Malformed map[string]string `json:"malformed,omitempty"`
-	// AgentStatus, when set, is what agent get reports for every agent.
-	AgentStatus string `json:"agent_status,omitempty"`
-	// ShellInitMS is how long a new tab's shell initializes; agent start
-	// meanwhile answers agent_pane_busy, which herdr's CLI retries for up
-	// to 2 s (src/cli/agent.rs PANE_SHELL_READINESS_RETRY_TIMEOUT).
-	ShellInitMS int `json:"shell_init_ms,omitempty"`
-	// StartDelayMS is how long a started agent stays launch_pending before
-	// it is interactive_ready (real Herdr: at least its 3 s settle delay).
-	StartDelayMS int `json:"start_delay_ms,omitempty"`
-	// Startup is how the agent's startup ends: "" (ready), "blocked" (a
-	// startup dialog: agent_not_ready) or "exit" (agent_start_failed).
-	Startup string `json:"startup,omitempty"`
-	// PromptSubmitMS is the delay between agent prompt's answer and the
-	// Enter that makes the agent working (Herdr's
-	// AGENT_PROMPT_SUBMIT_DELAY, 300 ms); negative means never.
-	PromptSubmitMS *int `json:"prompt_submit_ms,omitempty"`
-	// TurnMS, when positive, ends each turn that long after it started:
-	// the agent goes back to idle ("done" in an unseen tab).
-	TurnMS int `json:"turn_ms,omitempty"`
-	// ConfirmClose makes closing the last tab of a workspace answer
-	// confirmation_required, as Herdr does for a worktree group.
-	ConfirmClose bool `json:"confirm_close,omitempty"`
-	// Unavailable lists panes whose terminal has no live runtime
-	// (agent start: agent_pane_unavailable).
-	Unavailable []string `json:"unavailable,omitempty"`
-}
-
-// failure is one injected error.
-type failure struct {
-	Code    string `json:"code,omitempty"`
-	Message string `json:"message,omitempty"`
-	// Exit defaults to 1 (a server error envelope on stderr); 2 prints the
-	// message as usage text instead.
-	Exit int `json:"exit,omitempty"`
-	// AfterEffect performs the command and prints its result before
-	// failing, like a herdr that did the work but then lost the reply.
-	AfterEffect bool `json:"after_effect,omitempty"`
-}
 
 type state struct {
 	Workspaces   map[string]*workspace `json:"workspaces"`
@@ -240,7 +188,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // withState runs fn on the state under the state lock, after applying
 // what happened since the last call, and saves it.
-func withState(dir string, ctl control, fn func(st *state) error) error {
+func withState(dir string, ctl fakectl.Control, fn func(st *state) error) error {
 	unlock, err := lock(dir)
 	if err != nil {
 		return err
@@ -263,7 +211,7 @@ func nowMS() int64 { return time.Now().UnixMilli() }
 // (ready, blocked on a startup dialog, or exited), a prompt's delayed Enter
 // (idle → working) and the end of a turn (working → idle). Each bumps the
 // agent's state_change_seq, as Herdr does on every transition.
-func advance(st *state, ctl control, now int64) {
+func advance(st *state, ctl fakectl.Control, now int64) {
 	for _, id := range sortedKeys(st.Panes) {
 		a := st.Panes[id].Agent
 		if a == nil || a.Exited {
@@ -294,7 +242,7 @@ func advance(st *state, ctl control, now int64) {
 	}
 }
 
-func injected(f failure) *cliError {
+func injected(f fakectl.Failure) *cliError {
 	exit := f.Exit
 	if exit == 0 {
 		exit = 1
@@ -402,7 +350,7 @@ type rawText string
 // (status server --json).
 type plainJSON struct{ value any }
 
-func dispatch(args []string, st *state, ctl control) (any, *cliError) {
+func dispatch(args []string, st *state, ctl fakectl.Control) (any, *cliError) {
 	if len(args) == 0 {
 		return nil, usage("fakeherdr: starting the TUI is not supported")
 	}
@@ -459,7 +407,7 @@ func socketPath() string {
 	return filepath.Join(os.Getenv("FAKEHERDR_STATE"), "herdr.sock")
 }
 
-func statusCommand(args []string, ctl control, version string) (any, *cliError) {
+func statusCommand(args []string, ctl fakectl.Control, version string) (any, *cliError) {
 	if len(args) == 0 || args[0] != "server" {
 		return nil, usage("herdr status commands:\n  herdr status server [--json]  show running server status")
 	}
@@ -518,7 +466,7 @@ func flagValue(args []string, i int) (string, *cliError) {
 	return args[i+1], nil
 }
 
-func tabCreate(args []string, st *state, ctl control) (any, *cliError) {
+func tabCreate(args []string, st *state, ctl fakectl.Control) (any, *cliError) {
 	var wsID, cwd, label string
 	env := map[string]string{}
 	focus := false
@@ -747,7 +695,7 @@ func lastTab(st *state, t *tab) bool {
 	return true
 }
 
-func tabClose(args []string, st *state, ctl control) (any, *cliError) {
+func tabClose(args []string, st *state, ctl fakectl.Control) (any, *cliError) {
 	id, cerr := oneArg(args, "tab close <tab_id>")
 	if cerr != nil {
 		return nil, cerr
@@ -787,7 +735,7 @@ func knownAgentKind(kind string) bool {
 	return false
 }
 
-func agentStart(args []string, st *state, ctl control) (any, *cliError) {
+func agentStart(args []string, st *state, ctl fakectl.Control) (any, *cliError) {
 	var name, kind, paneID string
 	timeout := 30000
 	var agentArgs []string
@@ -884,7 +832,7 @@ type startWait struct {
 	Argv                     []string
 }
 
-func (w startWait) wait(dir string, ctl control) (any, *cliError, error) {
+func (w startWait) wait(dir string, ctl fakectl.Control) (any, *cliError, error) {
 	for {
 		var out any
 		var cerr *cliError
@@ -959,7 +907,7 @@ func infoOfAgent(st *state, p *pane, statusOverride string) agentInfo {
 		StateChangeSeq: p.Agent.Seq, Cwd: p.Cwd, Revision: p.Agent.Seq}
 }
 
-func agentPrompt(args []string, st *state, ctl control) (any, *cliError) {
+func agentPrompt(args []string, st *state, ctl fakectl.Control) (any, *cliError) {
 	if len(args) < 2 {
 		return nil, usage("usage: herdr agent prompt <target> <text> [--wait] [--until STATUS]... [--timeout MS]")
 	}
@@ -1019,7 +967,7 @@ func agentPrompt(args []string, st *state, ctl control) (any, *cliError) {
 	}{"agent_prompted", info}, nil
 }
 
-func agentGet(args []string, st *state, ctl control) (any, *cliError) {
+func agentGet(args []string, st *state, ctl fakectl.Control) (any, *cliError) {
 	target, cerr := oneArg(args, "agent get <target>")
 	if cerr != nil {
 		return nil, cerr
@@ -1172,8 +1120,8 @@ func logCall(dir string, args []string) error {
 	return f.Close()
 }
 
-func readControl(dir string) (control, error) {
-	var ctl control
+func readControl(dir string) (fakectl.Control, error) {
+	var ctl fakectl.Control
 	data, err := os.ReadFile(filepath.Join(dir, "control.json"))
 	if errors.Is(err, os.ErrNotExist) {
 		return ctl, nil
@@ -1181,8 +1129,8 @@ func readControl(dir string) (control, error) {
 	if err != nil {
 		return ctl, err
 	}
-	// herdrtest.Control mirrors control; an unknown knob means the mirror
-	// drifted, which must fail rather than be silently ignored.
+	// An unknown knob is a misspelt one, which must fail rather than be
+	// silently ignored.
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&ctl); err != nil {
