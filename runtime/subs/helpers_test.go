@@ -9,12 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/facets-dev/facets/compiler"
-	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/herdr"
+	"github.com/facets-dev/facets/internal/exampletest"
 	"github.com/facets-dev/facets/internal/herdrtest"
 	"github.com/facets-dev/facets/manifest"
-	"github.com/facets-dev/facets/profiles"
 	"github.com/facets-dev/facets/runtime/channel"
 )
 
@@ -32,29 +30,7 @@ func exampleManifest(tb testing.TB) *manifest.Manifest {
 	if compiledExample != nil {
 		return compiledExample
 	}
-	example, err := filepath.Abs("../../testdata/example")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	getenv := func(k string) string {
-		if k == "PI_CODING_AGENT_DIR" {
-			return filepath.Join(example, "agent")
-		}
-		return ""
-	}
-	env, err := profiles.NewEnv(getenv, tb.TempDir(), filepath.Join(example, "project", "service"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	schema, err := cue.Load()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	trusted := true
-	m, _, err := compiler.Compile(schema, compiler.Options{Env: env, TrustFlag: &trusted})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	m := exampletest.Manifest(tb, "../../testdata/example", true)
 	compiledExample = m
 	return m
 }
