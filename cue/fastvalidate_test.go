@@ -231,24 +231,24 @@ func TestFastPathDecidesTypicalDocuments(t *testing.T) {
 // config.json, seeded with the repository's profiles.
 func FuzzFastProfileMatchesCUE(f *testing.F) {
 	profiles, _ := seedDocuments(f)
-	for _, p := range profiles {
-		f.Add(p)
-	}
-	pair := newSchemaPair()
-	f.Fuzz(func(t *testing.T, src []byte) {
-		pair.sameAsCUE(t, Profile, true, src, 1)
-	})
+	fuzzSameAsCUE(f, profiles, Profile, true, 1)
 }
 
 // FuzzFastRoleMatchesCUE: the fast path and CUE agree on every role
 // frontmatter, seeded with the repository's roles.
 func FuzzFastRoleMatchesCUE(f *testing.F) {
 	_, roles := seedDocuments(f)
-	for _, r := range roles {
-		f.Add(r)
+	fuzzSameAsCUE(f, roles, Role, false, 2)
+}
+
+// fuzzSameAsCUE fuzzes the documents of one definition, starting from seeds,
+// checking that the fast path and CUE agree on each (see sameAsCUE).
+func fuzzSameAsCUE(f *testing.F, seeds [][]byte, d Definition, json bool, start int) {
+	for _, s := range seeds {
+		f.Add(s)
 	}
 	pair := newSchemaPair()
-	f.Fuzz(func(t *testing.T, yaml []byte) {
-		pair.sameAsCUE(t, Role, false, yaml, 2)
+	f.Fuzz(func(t *testing.T, src []byte) {
+		pair.sameAsCUE(t, d, json, src, start)
 	})
 }
