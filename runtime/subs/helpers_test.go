@@ -99,6 +99,18 @@ func (f *fixture) subTabs() []string {
 	return slices.DeleteFunc(f.TabIDs(), func(id string) bool { return id == "w1:t1" })
 }
 
+// wantNoSubs fails the test unless no Sub tab is left and no run of the Main
+// holds a slot, after what the test just did.
+func (f *fixture) wantNoSubs(after string) {
+	f.tb.Helper()
+	if tabs := f.subTabs(); len(tabs) != 0 {
+		f.tb.Errorf("tabs after %s: %v", after, tabs)
+	}
+	if got := f.openRuns(mainID); len(got) != 0 {
+		f.tb.Errorf("open runs after %s: %v", after, got)
+	}
+}
+
 // openRuns returns the ids of the Main's runs that hold a slot.
 func (f *fixture) openRuns(main string) []string {
 	f.tb.Helper()

@@ -103,14 +103,9 @@ func TestDelegateTalkTalkClose(t *testing.T) {
 	if c.Text() != "Closed Sub: Write the README" || c.Retained {
 		t.Errorf("closure = %+v", c)
 	}
-	if tabs := f.subTabs(); len(tabs) != 0 {
-		t.Errorf("tabs left after close: %v", tabs)
-	}
+	f.wantNoSubs("close")
 	if _, err := os.Stat(run.ChannelDir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("channel not removed: %v", err)
-	}
-	if got := f.openRuns(mainID); len(got) != 0 {
-		t.Errorf("open runs after close: %v", got)
 	}
 	if _, err := f.runtime().Talk(mainID, d.RunID, "late"); err == nil || !strings.Contains(err.Error(), "Unknown Sub") {
 		t.Errorf("talk after close: %v", err)
@@ -275,12 +270,7 @@ func TestCancelledLaunchRollsBack(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("delegate = %v, want context.Canceled", err)
 	}
-	if tabs := f.subTabs(); len(tabs) != 0 {
-		t.Errorf("tabs after cancelled launch: %v", tabs)
-	}
-	if got := f.openRuns(mainID); len(got) != 0 {
-		t.Errorf("open runs after cancelled launch: %v", got)
-	}
+	f.wantNoSubs("cancelled launch")
 }
 
 func TestFailedRollbackKeepsRetryableRun(t *testing.T) {
@@ -322,12 +312,7 @@ func TestFailedRollbackKeepsRetryableRun(t *testing.T) {
 	if _, err := f.runtime().Close(context.Background(), mainID, retained.RunID[:8], ""); err != nil {
 		t.Fatal(err)
 	}
-	if tabs := f.subTabs(); len(tabs) != 0 {
-		t.Errorf("tabs after retried close: %v", tabs)
-	}
-	if got := f.openRuns(mainID); len(got) != 0 {
-		t.Errorf("open runs after retried close: %v", got)
-	}
+	f.wantNoSubs("retried close")
 }
 
 func TestFifthSubRefused(t *testing.T) {
