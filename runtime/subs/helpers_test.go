@@ -89,6 +89,14 @@ type (
 	fakeState   = herdrtest.State
 )
 
+// close closes the Main's Sub of runID, failing the test if it cannot.
+func (f *fixture) close(runID string) {
+	f.tb.Helper()
+	if _, err := f.runtime().Close(context.Background(), mainID, runID, ""); err != nil {
+		f.tb.Fatal(err)
+	}
+}
+
 func (f *fixture) control(c fakeControl) { f.SetControl(c) }
 func (f *fixture) state() fakeState      { return f.State() }
 func (f *fixture) commands() []string    { return f.Commands() }

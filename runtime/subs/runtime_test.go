@@ -165,9 +165,7 @@ func TestResumePersistentSub(t *testing.T) {
 	if err := f.sub(d.RunID).WriteSession("0192a0b1-aaaa", sessionFile); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.runtime().Close(context.Background(), mainID, d.RunID, ""); err != nil {
-		t.Fatal(err)
-	}
+	f.close(d.RunID)
 	l, err := f.runtime().List(context.Background(), mainID, false)
 	if err != nil {
 		t.Fatal(err)
@@ -309,9 +307,7 @@ func TestFailedRollbackKeepsRetryableRun(t *testing.T) {
 	}
 	// Herdr recovers: a retried close releases tab, run and slot.
 	f.control(fakeControl{})
-	if _, err := f.runtime().Close(context.Background(), mainID, retained.RunID[:8], ""); err != nil {
-		t.Fatal(err)
-	}
+	f.close(retained.RunID[:8])
 	f.wantNoSubs("retried close")
 }
 
@@ -340,9 +336,7 @@ func TestFifthSubRefused(t *testing.T) {
 	// Another Main has its own slots.
 	f.delegate("other-main", "oracle", "elsewhere")
 	// Closing one frees a slot.
-	if _, err := f.runtime().Close(context.Background(), mainID, first.RunID, ""); err != nil {
-		t.Fatal(err)
-	}
+	f.close(first.RunID)
 	f.delegate(mainID, "oracle", "fifth")
 }
 
