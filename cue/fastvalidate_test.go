@@ -12,6 +12,7 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/facets-dev/facets/cue/internal/fastgen"
+	"github.com/facets-dev/facets/internal/frontmatter"
 )
 
 // TestFastValidatorUpToDate fails when fastvalidate_gen.go no longer
@@ -126,7 +127,7 @@ func seedDocuments(t testing.TB) (profiles, roles [][]byte) {
 		[]byte("description: trailing "), []byte("name: Role.x_1\nsystem-prompt: append"),
 	}
 	seenRole := func(md []byte) {
-		if yaml, _, _, ok := splitFrontmatterForTest(md); ok {
+		if yaml, _, _, ok := frontmatter.Split(md); ok {
 			roles = append(roles, yaml)
 		}
 	}
@@ -165,19 +166,6 @@ func seedDocuments(t testing.TB) (profiles, roles [][]byte) {
 	return profiles, roles
 }
 
-// splitFrontmatterForTest mirrors profiles.SplitFrontmatter (package cue
-// may not import profiles).
-func splitFrontmatterForTest(src []byte) ([]byte, int, string, bool) {
-	if !bytes.HasPrefix(src, []byte("---\n")) {
-		return nil, 0, "", false
-	}
-	rest := src[4:]
-	i := bytes.Index(rest, []byte("\n---"))
-	if i < 0 {
-		return nil, 0, "", false
-	}
-	return rest[:i], 2, "", true
-}
 
 // TestFastMatchesCUE runs every seed document through both paths.
 func TestFastMatchesCUE(t *testing.T) {
