@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/facets-dev/facets/cue"
@@ -131,34 +130,10 @@ func loadFixture(t *testing.T, path string) *fixture {
 // check compares a section against got, or rewrites it under FACETS_UPDATE=1.
 func (f *fixture) check(t *testing.T, section, got string) {
 	t.Helper()
-	got = strings.ReplaceAll(got, f.root, "$ROOT")
-	for i, file := range f.archive.Files {
-		if file.Name != section {
-			continue
-		}
-		if golden.Update() {
-			f.archive.Files[i].Data = []byte(got)
-			return
-		}
-		if diff := cmp.Diff(string(file.Data), got); diff != "" {
-			t.Errorf("%s: %s mismatch (-want +got):\n%s", f.path, section, diff)
-		}
-		return
-	}
-	if golden.Update() {
-		f.archive.Files = append(f.archive.Files, txtar.File{Name: section, Data: []byte(got)})
-		return
-	}
-	t.Errorf("%s: missing section %s; run with FACETS_UPDATE=1", f.path, section)
+	golden.Section(t, f.path, f.archive, section, strings.ReplaceAll(got, f.root, "$ROOT"))
 }
 
-func (f *fixture) save(t *testing.T) {
-	if golden.Update() {
-		if err := os.WriteFile(f.path, txtar.Format(f.archive), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+func (f *fixture) save(t *testing.T) { golden.SaveArchive(t, f.path, f.archive) }
 
 func summarize(m *manifest.Manifest) string {
 	var b strings.Builder

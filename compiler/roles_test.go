@@ -155,24 +155,8 @@ func TestRoleFixtures(t *testing.T) {
 			f := loadRoleFixture(t, path)
 			roles, diags, sources := compileRoles(schema, f.input)
 			got := renderRoles(f.tree, roles, diags, sources)
-			i := slices.IndexFunc(f.archive.Files, func(tf txtar.File) bool { return tf.Name == "want" })
-			if golden.Update() {
-				if i < 0 {
-					f.archive.Files = append(f.archive.Files, txtar.File{Name: "want"})
-					i = len(f.archive.Files) - 1
-				}
-				f.archive.Files[i].Data = []byte(got)
-				if err := os.WriteFile(path, txtar.Format(f.archive), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if i < 0 {
-				t.Fatalf("%s has no want section; run with FACETS_UPDATE=1", path)
-			}
-			if diff := cmp.Diff(string(f.archive.Files[i].Data), got); diff != "" {
-				t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-			}
+			golden.Section(t, path, f.archive, "want", got)
+			golden.SaveArchive(t, path, f.archive)
 		})
 	}
 }
