@@ -28,26 +28,35 @@ type fixture struct {
 	opts    Options
 }
 
-func loadFixture(t *testing.T, path string) *fixture {
+// writeFixtureTree parses the txtar fixture at path and writes its files,
+// except the want sections ("want" and "want/…"), into a fresh directory
+// (its symlinks resolved) with $ROOT replaced by that directory. It returns
+// the archive and the directory.
+func writeFixtureTree(t *testing.T, path string) (*txtar.Archive, string) {
 	t.Helper()
 	a, err := txtar.ParseFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := t.TempDir()
-	root, err = filepath.EvalSymlinks(root)
+	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	tree := &txtar.Archive{}
 	for _, f := range a.Files {
-		if !strings.HasPrefix(f.Name, "want/") {
+		if f.Name != "want" && !strings.HasPrefix(f.Name, "want/") {
 			tree.Files = append(tree.Files, txtar.File{Name: f.Name, Data: bytes.ReplaceAll(f.Data, []byte("$ROOT"), []byte(root))})
 		}
 	}
 	if err := txtar.Write(tree, root); err != nil {
 		t.Fatal(err)
 	}
+	return a, root
+}
+
+func loadFixture(t *testing.T, path string) *fixture {
+	t.Helper()
+	a, root := writeFixtureTree(t, path)
 	cwd := root
 	opts := Options{}
 	for _, line := range strings.Split(string(a.Comment), "\n") {

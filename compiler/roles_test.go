@@ -42,17 +42,9 @@ type roleFixture struct {
 
 func loadRoleFixture(t *testing.T, path string) *roleFixture {
 	t.Helper()
-	a, err := txtar.ParseFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree := t.TempDir()
+	a, tree := writeFixtureTree(t, path)
 	f := &roleFixture{path: path, archive: a, tree: tree,
 		input: RoleInput{AgentDir: filepath.Join(tree, "agent"), Cwd: filepath.Join(tree, "project"), Trusted: true}}
-	files := slices.DeleteFunc(slices.Clone(a.Files), func(f txtar.File) bool { return f.Name == "want" })
-	if err := txtar.Write(&txtar.Archive{Files: files}, tree); err != nil {
-		t.Fatal(err)
-	}
 	_, directives, _ := strings.Cut(string(a.Comment), "\n\n") // a description paragraph comes first
 	for _, line := range strings.Split(directives, "\n") {
 		key, val, ok := strings.Cut(line, ":")
