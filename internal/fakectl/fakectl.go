@@ -1,6 +1,7 @@
-// Package fakectl is the control.json contract between the fake herdr
-// (internal/fakeherdr) and its test driver (internal/herdrtest), defined once
-// so the two cannot drift apart.
+// Package fakectl is the contract between the fake herdr (internal/fakeherdr)
+// and its test driver (internal/herdrtest): control.json, which the test
+// writes, and state.json, which the test reads, each defined once so the
+// two cannot drift apart.
 package fakectl
 
 // Control is the test's script for the fake herdr, read from control.json:
@@ -57,3 +58,69 @@ type Failure struct {
 	// failing, like a herdr that did the work but then lost the reply.
 	AfterEffect bool `json:"after_effect,omitempty"`
 }
+
+// State is the fake's state.json: every workspace, tab and pane, and the
+// agent started in each pane.
+type State struct {
+	Workspaces   map[string]*Workspace `json:"workspaces"`
+	Tabs         map[string]*Tab       `json:"tabs"`
+	Panes        map[string]*Pane      `json:"panes"`
+	NextTerminal int                   `json:"next_terminal"`
+}
+
+// Workspace is a Herdr workspace and the numbers of its next tab and pane.
+type Workspace struct {
+	ID       string `json:"id"`
+	NextTab  int    `json:"next_tab"`
+	NextPane int    `json:"next_pane"`
+}
+
+// Tab is a tab of a workspace.
+type Tab struct {
+	ID          string            `json:"id"`
+	WorkspaceID string            `json:"workspace_id"`
+	Number      int               `json:"number"`
+	Label       string            `json:"label"`
+	Focused     bool              `json:"focused"`
+	Seen        bool              `json:"seen,omitempty"`
+	Panes       []string          `json:"panes"`
+	Env         map[string]string `json:"env,omitempty"`
+}
+
+// Pane is a pane of a tab, with the agent started in it.
+type Pane struct {
+	ID          string `json:"id"`
+	TerminalID  string `json:"terminal_id"`
+	WorkspaceID string `json:"workspace_id"`
+	TabID       string `json:"tab_id"`
+	Cwd         string `json:"cwd,omitempty"`
+	// Tokens are the terminal's metadata tokens: Herdr keeps them on the
+	// terminal, so they outlive agent starts and exits in the pane.
+	Tokens map[string]string `json:"tokens,omitempty"`
+	Source string            `json:"metadata_source,omitempty"`
+	// ShellReadyAt (unix ms) ends the new shell's initialization.
+	ShellReadyAt int64  `json:"shell_ready_at,omitempty"`
+	Agent        *Agent `json:"agent,omitempty"`
+}
+
+// Agent is an agent started in a pane.
+type Agent struct {
+	Name    string   `json:"name"`
+	Kind    string   `json:"kind"`
+	Status  string   `json:"status"`
+	Args    []string `json:"args,omitempty"`
+	Prompts []string `json:"prompts,omitempty"`
+	Seq     int      `json:"seq"`
+	// ReadyAt (unix ms) ends the launch-pending phase.
+	ReadyAt int64 `json:"ready_at,omitempty"`
+	// EnterAt (unix ms) is when a typed prompt's Enter lands; 0 when none
+	// is pending.
+	EnterAt int64 `json:"enter_at,omitempty"`
+	// TurnEndsAt (unix ms) ends the current turn when TurnMS is set.
+	TurnEndsAt int64 `json:"turn_ends_at,omitempty"`
+	// Exited is an agent whose process ended while its tab stayed open.
+	Exited bool `json:"exited,omitempty"`
+}
+
+// Pending reports whether the agent is still launch_pending at now.
+func (a *Agent) Pending(now int64) bool { return now < a.ReadyAt }

@@ -31,66 +31,6 @@ const (
 	protocol       = 20
 )
 
-type state struct {
-	Workspaces   map[string]*workspace `json:"workspaces"`
-	Tabs         map[string]*tab       `json:"tabs"`
-	Panes        map[string]*pane      `json:"panes"`
-	NextTerminal int                   `json:"next_terminal"`
-}
-
-type workspace struct {
-	ID       string `json:"id"`
-	NextTab  int    `json:"next_tab"`
-	NextPane int    `json:"next_pane"`
-}
-
-type tab struct {
-	ID          string            `json:"id"`
-	WorkspaceID string            `json:"workspace_id"`
-	Number      int               `json:"number"`
-	Label       string            `json:"label"`
-	Focused     bool              `json:"focused"`
-	Seen        bool              `json:"seen,omitempty"`
-	Panes       []string          `json:"panes"`
-	Env         map[string]string `json:"env,omitempty"`
-}
-
-type pane struct {
-	ID          string `json:"id"`
-	TerminalID  string `json:"terminal_id"`
-	WorkspaceID string `json:"workspace_id"`
-	TabID       string `json:"tab_id"`
-	Cwd         string `json:"cwd,omitempty"`
-	// Tokens are the terminal's metadata tokens: Herdr keeps them on the
-	// terminal, so they outlive agent starts and exits in the pane.
-	Tokens map[string]string `json:"tokens,omitempty"`
-	Source string            `json:"metadata_source,omitempty"`
-	// ShellReadyAt (unix ms) ends the new shell's initialization.
-	ShellReadyAt int64  `json:"shell_ready_at,omitempty"`
-	Agent        *agent `json:"agent,omitempty"`
-}
-
-type agent struct {
-	Name    string   `json:"name"`
-	Kind    string   `json:"kind"`
-	Status  string   `json:"status"`
-	Args    []string `json:"args,omitempty"`
-	Prompts []string `json:"prompts,omitempty"`
-	Seq     int      `json:"seq"`
-	// ReadyAt (unix ms) ends the launch-pending phase.
-	ReadyAt int64 `json:"ready_at,omitempty"`
-	// EnterAt (unix ms) is when a typed prompt's Enter lands; 0 when none
-	// is pending.
-	EnterAt int64 `json:"enter_at,omitempty"`
-	// TurnEndsAt (unix ms) ends the current turn when TurnMS is set.
-	TurnEndsAt int64 `json:"turn_ends_at,omitempty"`
-	// Exited is an agent whose process ended while its tab stayed open.
-	Exited bool `json:"exited,omitempty"`
-}
-
-// pending reports whether the agent is still launch_pending at now.
-func (a *agent) pending(now int64) bool { return now < a.ReadyAt }
-
 // cliError is how a command fails: a usage error (exit 2, plain text) or a
 // server error envelope (exit 1, JSON on stderr).
 type cliError struct {
@@ -144,7 +84,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if failing && !f.AfterEffect {
 		cerr = injected(f)
 	} else {
-		err := withState(dir, ctl, func(st *state) error {
+		err := withState(dir, ctl, func(st *fakectl.State) error {
 			out, cerr = dispatch(args, st, ctl)
 			return nil
 		})
@@ -188,7 +128,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // withState runs fn on the state under the state lock, after applying
 // what happened since the last call, and saves it.
-func withState(dir string, ctl fakectl.Control, fn func(st *state) error) error {
+func withState(dir string, ctl fakectl.Control, fn func(st *fakectl.State) error) error {
 	unlock, err := lock(dir)
 	if err != nil {
 		return err
@@ -211,13 +151,13 @@ func nowMS() int64 { return time.Now().UnixMilli() }
 // (ready, blocked on a startup dialog, or exited), a prompt's delayed Enter
 // (idle → working) and the end of a turn (working → idle). Each bumps the
 // agent's state_change_seq, as Herdr does on every transition.
-func advance(st *state, ctl fakectl.Control, now int64) {
+func advance(st *fakectl.State, ctl fakectl.Control, now int64) {
 	for _, id := range sortedKeys(st.Panes) {
 		a := st.Panes[id].Agent
 		if a == nil || a.Exited {
 			continue
 		}
-		if a.Status == "starting" && !a.pending(now) {
+		if a.Status == "starting" && !a.Pending(now) {
 			switch ctl.Startup {
 			case "blocked":
 				a.Status = "blocked"
@@ -350,7 +290,7 @@ type rawText string
 // (status server --json).
 type plainJSON struct{ value any }
 
-func dispatch(args []string, st *state, ctl fakectl.Control) (any, *cliError) {
+func dispatch(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliError) {
 	if len(args) == 0 {
 		return nil, usage("fakeherdr: starting the TUI is not supported")
 	}
@@ -466,7 +406,7 @@ func flagValue(args []string, i int) (string, *cliError) {
 	return args[i+1], nil
 }
 
-func tabCreate(args []string, st *state, ctl fakectl.Control) (any, *cliError) {
+func tabCreate(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliError) {
 	var wsID, cwd, label string
 	env := map[string]string{}
 	focus := false
@@ -510,7 +450,7 @@ func tabCreate(args []string, st *state, ctl fakectl.Control) (any, *cliError) {
 	if ws == nil {
 		return nil, serverErr("workspace_not_found", "workspace %s not found", wsID)
 	}
-	t := &tab{ID: wsID + ":t" + publicNumber(ws.NextTab), WorkspaceID: wsID, Number: ws.NextTab, Label: label, Focused: focus, Seen: focus, Env: env}
+	t := &fakectl.Tab{ID: wsID + ":t" + publicNumber(ws.NextTab), WorkspaceID: wsID, Number: ws.NextTab, Label: label, Focused: focus, Seen: focus, Env: env}
 	ws.NextTab++
 	p := newPane(st, ws, t.ID, cwd)
 	p.ShellReadyAt = nowMS() + int64(ctl.ShellInitMS)
@@ -541,11 +481,11 @@ func publicNumber(n int) string {
 	return string(b)
 }
 
-func newPane(st *state, ws *workspace, tabID, cwd string) *pane {
+func newPane(st *fakectl.State, ws *fakectl.Workspace, tabID, cwd string) *fakectl.Pane {
 	st.NextTerminal++
 	// Terminal ids are the allocation time in microseconds and a counter
 	// (src/terminal/id.rs), so a restarted server never repeats one.
-	p := &pane{ID: ws.ID + ":p" + publicNumber(ws.NextPane), TerminalID: fmt.Sprintf("term_%x%x", time.Now().UnixMicro(), st.NextTerminal),
+	p := &fakectl.Pane{ID: ws.ID + ":p" + publicNumber(ws.NextPane), TerminalID: fmt.Sprintf("term_%x%x", time.Now().UnixMicro(), st.NextTerminal),
 		WorkspaceID: ws.ID, TabID: tabID, Cwd: cwd}
 	ws.NextPane++
 	st.Panes[p.ID] = p
@@ -563,7 +503,7 @@ type tabInfo struct {
 	AgentStatus string `json:"agent_status"`
 }
 
-func infoOfTab(st *state, t *tab) tabInfo {
+func infoOfTab(st *fakectl.State, t *fakectl.Tab) tabInfo {
 	status := "unknown"
 	for _, id := range t.Panes {
 		if p := st.Panes[id]; p != nil && p.Agent != nil && !p.Agent.Exited {
@@ -587,7 +527,7 @@ type paneInfo struct {
 	Revision    int               `json:"revision"`
 }
 
-func infoOfPane(st *state, p *pane) paneInfo {
+func infoOfPane(st *fakectl.State, p *fakectl.Pane) paneInfo {
 	info := paneInfo{PaneID: p.ID, TerminalID: p.TerminalID, WorkspaceID: p.WorkspaceID, TabID: p.TabID, Cwd: p.Cwd,
 		AgentStatus: "unknown", Tokens: p.Tokens}
 	if p.Agent != nil && !p.Agent.Exited {
@@ -598,7 +538,7 @@ func infoOfPane(st *state, p *pane) paneInfo {
 
 // publicStatus is the agent_status Herdr reports: "done" is idle in a tab
 // not seen since (src/app/agents.rs), unknown while the launch is pending.
-func publicStatus(st *state, p *pane) string {
+func publicStatus(st *fakectl.State, p *fakectl.Pane) string {
 	switch s := p.Agent.Status; s {
 	case "starting":
 		return "unknown"
@@ -625,7 +565,7 @@ type workspaceInfo struct {
 	AgentStatus string `json:"agent_status"`
 }
 
-func workspaceList(args []string, st *state) (any, *cliError) {
+func workspaceList(args []string, st *fakectl.State) (any, *cliError) {
 	if len(args) != 0 {
 		return nil, usage("usage: herdr workspace list")
 	}
@@ -649,7 +589,7 @@ func workspaceList(args []string, st *state) (any, *cliError) {
 	}{"workspace_list", list}, nil
 }
 
-func paneGet(args []string, st *state) (any, *cliError) {
+func paneGet(args []string, st *fakectl.State) (any, *cliError) {
 	id, cerr := oneArg(args, "pane get <pane_id>")
 	if cerr != nil {
 		return nil, cerr
@@ -671,7 +611,7 @@ func oneArg(args []string, what string) (string, *cliError) {
 	return args[0], nil
 }
 
-func tabGet(args []string, st *state) (any, *cliError) {
+func tabGet(args []string, st *fakectl.State) (any, *cliError) {
 	id, cerr := oneArg(args, "tab get <tab_id>")
 	if cerr != nil {
 		return nil, cerr
@@ -686,7 +626,7 @@ func tabGet(args []string, st *state) (any, *cliError) {
 	}{"tab_info", infoOfTab(st, t)}, nil
 }
 
-func lastTab(st *state, t *tab) bool {
+func lastTab(st *fakectl.State, t *fakectl.Tab) bool {
 	for _, other := range st.Tabs {
 		if other.ID != t.ID && other.WorkspaceID == t.WorkspaceID {
 			return false
@@ -695,7 +635,7 @@ func lastTab(st *state, t *tab) bool {
 	return true
 }
 
-func tabClose(args []string, st *state, ctl fakectl.Control) (any, *cliError) {
+func tabClose(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliError) {
 	id, cerr := oneArg(args, "tab close <tab_id>")
 	if cerr != nil {
 		return nil, cerr
@@ -735,7 +675,7 @@ func knownAgentKind(kind string) bool {
 	return false
 }
 
-func agentStart(args []string, st *state, ctl fakectl.Control) (any, *cliError) {
+func agentStart(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliError) {
 	var name, kind, paneID string
 	timeout := 30000
 	var agentArgs []string
@@ -819,7 +759,7 @@ func agentStart(args []string, st *state, ctl fakectl.Control) (any, *cliError) 
 		return nil, serverErr("agent_start_failed", "fakeherdr only runs pi")
 	}
 	now := nowMS()
-	p.Agent = &agent{Name: name, Kind: kind, Status: "starting", Args: agentArgs, Seq: 1, ReadyAt: now + int64(ctl.StartDelayMS)}
+	p.Agent = &fakectl.Agent{Name: name, Kind: kind, Status: "starting", Args: agentArgs, Seq: 1, ReadyAt: now + int64(ctl.StartDelayMS)}
 	return startWait{PaneID: paneID, Name: name, TerminalID: p.TerminalID, Deadline: now + int64(timeout),
 		Argv: append([]string{"pi"}, agentArgs...)}, nil
 }
@@ -837,7 +777,7 @@ func (w startWait) wait(dir string, ctl fakectl.Control) (any, *cliError, error)
 		var out any
 		var cerr *cliError
 		done := false
-		err := withState(dir, ctl, func(st *state) error {
+		err := withState(dir, ctl, func(st *fakectl.State) error {
 			p := st.Panes[w.PaneID]
 			switch {
 			case p == nil || p.TerminalID != w.TerminalID || p.Agent == nil || p.Agent.Name != w.Name:
@@ -864,7 +804,7 @@ func (w startWait) wait(dir string, ctl fakectl.Control) (any, *cliError, error)
 	}
 }
 
-func findAgent(st *state, target string) *pane {
+func findAgent(st *fakectl.State, target string) *fakectl.Pane {
 	if p := st.Panes[target]; p != nil && p.Agent != nil && !p.Agent.Exited {
 		return p
 	}
@@ -895,7 +835,7 @@ type agentInfo struct {
 	Revision         int               `json:"revision"`
 }
 
-func infoOfAgent(st *state, p *pane, statusOverride string) agentInfo {
+func infoOfAgent(st *fakectl.State, p *fakectl.Pane, statusOverride string) agentInfo {
 	status := publicStatus(st, p)
 	if statusOverride != "" {
 		status = statusOverride
@@ -907,7 +847,7 @@ func infoOfAgent(st *state, p *pane, statusOverride string) agentInfo {
 		StateChangeSeq: p.Agent.Seq, Cwd: p.Cwd, Revision: p.Agent.Seq}
 }
 
-func agentPrompt(args []string, st *state, ctl fakectl.Control) (any, *cliError) {
+func agentPrompt(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliError) {
 	if len(args) < 2 {
 		return nil, usage("usage: herdr agent prompt <target> <text> [--wait] [--until STATUS]... [--timeout MS]")
 	}
@@ -967,7 +907,7 @@ func agentPrompt(args []string, st *state, ctl fakectl.Control) (any, *cliError)
 	}{"agent_prompted", info}, nil
 }
 
-func agentGet(args []string, st *state, ctl fakectl.Control) (any, *cliError) {
+func agentGet(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliError) {
 	target, cerr := oneArg(args, "agent get <target>")
 	if cerr != nil {
 		return nil, cerr
@@ -982,7 +922,7 @@ func agentGet(args []string, st *state, ctl fakectl.Control) (any, *cliError) {
 	}{"agent_info", infoOfAgent(st, p, ctl.AgentStatus)}, nil
 }
 
-func paneReportMetadata(args []string, st *state) (any, *cliError) {
+func paneReportMetadata(args []string, st *fakectl.State) (any, *cliError) {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return nil, usage("usage: herdr pane report-metadata <pane_id> --source ID [--token NAME=VALUE]...")
 	}
@@ -1154,13 +1094,13 @@ func lock(dir string) (func(), error) {
 
 // loadState reads state.json, starting from one workspace w1 whose tab
 // w1:t1 holds pane w1:p1 (the Main Pi's pane).
-func loadState(dir string) (*state, error) {
+func loadState(dir string) (*fakectl.State, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "state.json"))
 	if errors.Is(err, os.ErrNotExist) {
-		st := &state{Workspaces: map[string]*workspace{}, Tabs: map[string]*tab{}, Panes: map[string]*pane{}}
-		ws := &workspace{ID: "w1", NextTab: 1, NextPane: 1}
+		st := &fakectl.State{Workspaces: map[string]*fakectl.Workspace{}, Tabs: map[string]*fakectl.Tab{}, Panes: map[string]*fakectl.Pane{}}
+		ws := &fakectl.Workspace{ID: "w1", NextTab: 1, NextPane: 1}
 		st.Workspaces[ws.ID] = ws
-		t := &tab{ID: "w1:t1", WorkspaceID: "w1", Number: 1, Label: "main", Focused: true, Seen: true}
+		t := &fakectl.Tab{ID: "w1:t1", WorkspaceID: "w1", Number: 1, Label: "main", Focused: true, Seen: true}
 		ws.NextTab++
 		p := newPane(st, ws, t.ID, "")
 		t.Panes = []string{p.ID}
@@ -1170,23 +1110,23 @@ func loadState(dir string) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	var st state
+	var st fakectl.State
 	if err := json.Unmarshal(data, &st); err != nil {
 		return nil, fmt.Errorf("state.json: %w", err)
 	}
 	if st.Workspaces == nil {
-		st.Workspaces = map[string]*workspace{}
+		st.Workspaces = map[string]*fakectl.Workspace{}
 	}
 	if st.Tabs == nil {
-		st.Tabs = map[string]*tab{}
+		st.Tabs = map[string]*fakectl.Tab{}
 	}
 	if st.Panes == nil {
-		st.Panes = map[string]*pane{}
+		st.Panes = map[string]*fakectl.Pane{}
 	}
 	return &st, nil
 }
 
-func saveState(dir string, st *state) error {
+func saveState(dir string, st *fakectl.State) error {
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err

@@ -212,29 +212,12 @@ func (f *Fake) Commands() []string {
 	return out
 }
 
-// Tab is a tab in the fake's state.
-type Tab struct {
-	Label string            `json:"label"`
-	Env   map[string]string `json:"env"`
-}
-
-// Pane is a pane in the fake's state, with the agent started in it.
-type Pane struct {
-	TabID      string            `json:"tab_id"`
-	TerminalID string            `json:"terminal_id"`
-	Tokens     map[string]string `json:"tokens"`
-	Source     string            `json:"metadata_source"`
-	Agent      *struct {
-		Args    []string `json:"args"`
-		Prompts []string `json:"prompts"`
-	} `json:"agent"`
-}
-
-// State is the fake's state.json.
-type State struct {
-	Tabs  map[string]Tab  `json:"tabs"`
-	Panes map[string]Pane `json:"panes"`
-}
+// State is the fake's state.json; Tab and Pane are its tabs and panes.
+type (
+	State = fakectl.State
+	Tab   = fakectl.Tab
+	Pane  = fakectl.Pane
+)
 
 // State reads state.json.
 func (f *Fake) State() State {

@@ -164,7 +164,7 @@ func (f *fixture) pane(runID string) fakePane {
 	f.tb.Helper()
 	for _, p := range f.state().Panes {
 		if p.Tokens["facets_run_id"] == runID {
-			return p
+			return *p
 		}
 	}
 	f.tb.Fatalf("no pane for run %s", runID)
