@@ -425,12 +425,9 @@ func tabCreate(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cli
 			case "--label":
 				label = v
 			case "--env":
-				k, val, ok := strings.Cut(v, "=")
-				if !ok {
-					return nil, usage("env must use KEY=VALUE")
-				}
-				if k == "" {
-					return nil, usage("env key must not be empty")
+				k, val, cerr := keyValue(v, "env", "KEY", "key")
+				if cerr != nil {
+					return nil, cerr
 				}
 				env[k] = val
 			}
@@ -604,6 +601,19 @@ func paneGet(args []string, st *fakectl.State) (any, *cliError) {
 	}{"pane_info", infoOfPane(st, p)}, nil
 }
 
+// keyValue splits the KEY=VALUE of a repeated option, with herdr's usage
+// errors: flag names the option, form and key how herdr spells the key.
+func keyValue(v, flag, form, key string) (string, string, *cliError) {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok {
+		return "", "", usage("%s must use %s=VALUE", flag, form)
+	}
+	if k == "" {
+		return "", "", usage("%s %s must not be empty", flag, key)
+	}
+	return k, val, nil
+}
+
 func oneArg(args []string, what string) (string, *cliError) {
 	if len(args) != 1 {
 		return "", usage("usage: herdr %s", what)
@@ -611,14 +621,24 @@ func oneArg(args []string, what string) (string, *cliError) {
 	return args[0], nil
 }
 
-func tabGet(args []string, st *fakectl.State) (any, *cliError) {
-	id, cerr := oneArg(args, "tab get <tab_id>")
+// tabArg is the tab named by a command's one argument; synopsis is the
+// command's usage line for a wrong argument count.
+func tabArg(args []string, st *fakectl.State, synopsis string) (*fakectl.Tab, *cliError) {
+	id, cerr := oneArg(args, synopsis)
 	if cerr != nil {
 		return nil, cerr
 	}
 	t := st.Tabs[id]
 	if t == nil {
 		return nil, serverErr("tab_not_found", "tab %s not found", id)
+	}
+	return t, nil
+}
+
+func tabGet(args []string, st *fakectl.State) (any, *cliError) {
+	t, cerr := tabArg(args, st, "tab get <tab_id>")
+	if cerr != nil {
+		return nil, cerr
 	}
 	return struct {
 		Type string  `json:"type"`
@@ -636,13 +656,9 @@ func lastTab(st *fakectl.State, t *fakectl.Tab) bool {
 }
 
 func tabClose(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliError) {
-	id, cerr := oneArg(args, "tab close <tab_id>")
+	t, cerr := tabArg(args, st, "tab close <tab_id>")
 	if cerr != nil {
 		return nil, cerr
-	}
-	t := st.Tabs[id]
-	if t == nil {
-		return nil, serverErr("tab_not_found", "tab %s not found", id)
 	}
 	if ctl.ConfirmClose && lastTab(st, t) {
 		return nil, serverErr("confirmation_required", "closing this tab would close a worktree group")
@@ -650,7 +666,7 @@ func tabClose(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliE
 	for _, p := range t.Panes {
 		delete(st.Panes, p)
 	}
-	delete(st.Tabs, id)
+	delete(st.Tabs, t.ID)
 	last := true
 	for _, other := range st.Tabs {
 		if other.WorkspaceID == t.WorkspaceID {
@@ -940,12 +956,9 @@ func paneReportMetadata(args []string, st *fakectl.State) (any, *cliError) {
 			case "--source":
 				source = v
 			case "--token":
-				k, val, ok := strings.Cut(v, "=")
-				if !ok {
-					return nil, usage("token must use NAME=VALUE")
-				}
-				if k == "" {
-					return nil, usage("token name must not be empty")
+				k, val, cerr := keyValue(v, "token", "NAME", "name")
+				if cerr != nil {
+					return nil, cerr
 				}
 				tokens[k] = val
 			}
