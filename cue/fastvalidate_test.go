@@ -166,7 +166,6 @@ func seedDocuments(t testing.TB) (profiles, roles [][]byte) {
 	return profiles, roles
 }
 
-
 // TestFastMatchesCUE runs every seed document through both paths.
 func TestFastMatchesCUE(t *testing.T) {
 	profiles, roles := seedDocuments(t)
