@@ -31,6 +31,31 @@ func writeBenchTree(tb testing.TB, n int) string {
 	return root
 }
 
+// treeEnv is the Env of a generated tree: agent dir root/agent, run from
+// root with home as the home directory.
+func treeEnv(tb testing.TB, root, home string) profiles.Env {
+	tb.Helper()
+	env, err := profiles.NewEnv(func(string) string { return filepath.Join(root, "agent") }, home, root)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return env
+}
+
+// coldCompile loads the schema and compiles, as one facets run does.
+func coldCompile(tb testing.TB, opts Options) (*manifest.Manifest, []Diagnostic) {
+	tb.Helper()
+	schema, err := cue.Load()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m, ds, err := Compile(schema, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m, ds
+}
+
 // BenchmarkCheck measures what facets check does (a compile without
 // encoding) over n generated profiles and n roles, cold: a fresh schema
 // every iteration, as in a new process.
@@ -38,20 +63,10 @@ func BenchmarkCheck(b *testing.B) {
 	for _, n := range []int{10, 100, 1000, 10000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			root := writeBenchTree(b, n)
-			env, err := profiles.NewEnv(func(string) string { return filepath.Join(root, "agent") }, filepath.Join(root, "home"), root)
-			if err != nil {
-				b.Fatal(err)
-			}
+			env := treeEnv(b, root, filepath.Join(root, "home"))
 			b.ResetTimer()
 			for b.Loop() {
-				schema, err := cue.Load()
-				if err != nil {
-					b.Fatal(err)
-				}
-				m, ds, err := Compile(schema, Options{Env: env, DiagnosticsOnly: true})
-				if err != nil {
-					b.Fatal(err)
-				}
+				m, ds := coldCompile(b, Options{Env: env, DiagnosticsOnly: true})
 				if len(m.Profiles) != n || len(m.Roles) != n || HasErrors(ds) {
 					b.Fatalf("got %d profiles, %d roles, diagnostics %v", len(m.Profiles), len(m.Roles), ds)
 				}
@@ -69,10 +84,7 @@ func BenchmarkCompile1000(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	env, err := profiles.NewEnv(func(string) string { return filepath.Join(root, "agent") }, filepath.Join(root, "home"), root)
-	if err != nil {
-		b.Fatal(err)
-	}
+	env := treeEnv(b, root, filepath.Join(root, "home"))
 	b.ResetTimer()
 	for b.Loop() {
 		m, ds, err := Compile(schema, Options{Env: env})
@@ -127,19 +139,9 @@ func TestParallelValidationMatchesSequential(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	env, err := profiles.NewEnv(func(string) string { return filepath.Join(root, "agent") }, root, root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := treeEnv(t, root, root)
 	encode := func(workers int) []byte {
-		schema, err := cue.Load()
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, _, err := Compile(schema, Options{Env: env, Workers: workers})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m, _ := coldCompile(t, Options{Env: env, Workers: workers})
 		b, err := m.Encode()
 		if err != nil {
 			t.Fatal(err)
@@ -173,20 +175,9 @@ func TestDiagnosticsOnlyReportsTheSame(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env, err := profiles.NewEnv(func(string) string { return filepath.Join(root, "agent") }, filepath.Join(root, "home"), root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := treeEnv(t, root, filepath.Join(root, "home"))
 	run := func(only bool) (*manifest.Manifest, []Diagnostic) {
-		schema, err := cue.Load()
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, ds, err := Compile(schema, Options{Env: env, DiagnosticsOnly: only})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m, ds
+		return coldCompile(t, Options{Env: env, DiagnosticsOnly: only})
 	}
 	full, fullDs := run(false)
 	short, shortDs := run(true)

@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/facets-dev/facets/cue"
@@ -29,26 +28,35 @@ type fixture struct {
 	opts    Options
 }
 
-func loadFixture(t *testing.T, path string) *fixture {
+// writeFixtureTree parses the txtar fixture at path and writes its files,
+// except the want sections ("want" and "want/…"), into a fresh directory
+// (its symlinks resolved) with $ROOT replaced by that directory. It returns
+// the archive and the directory.
+func writeFixtureTree(t *testing.T, path string) (*txtar.Archive, string) {
 	t.Helper()
 	a, err := txtar.ParseFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := t.TempDir()
-	root, err = filepath.EvalSymlinks(root)
+	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	tree := &txtar.Archive{}
 	for _, f := range a.Files {
-		if !strings.HasPrefix(f.Name, "want/") {
+		if f.Name != "want" && !strings.HasPrefix(f.Name, "want/") {
 			tree.Files = append(tree.Files, txtar.File{Name: f.Name, Data: bytes.ReplaceAll(f.Data, []byte("$ROOT"), []byte(root))})
 		}
 	}
 	if err := txtar.Write(tree, root); err != nil {
 		t.Fatal(err)
 	}
+	return a, root
+}
+
+func loadFixture(t *testing.T, path string) *fixture {
+	t.Helper()
+	a, root := writeFixtureTree(t, path)
 	cwd := root
 	opts := Options{}
 	for _, line := range strings.Split(string(a.Comment), "\n") {
@@ -131,34 +139,10 @@ func loadFixture(t *testing.T, path string) *fixture {
 // check compares a section against got, or rewrites it under FACETS_UPDATE=1.
 func (f *fixture) check(t *testing.T, section, got string) {
 	t.Helper()
-	got = strings.ReplaceAll(got, f.root, "$ROOT")
-	for i, file := range f.archive.Files {
-		if file.Name != section {
-			continue
-		}
-		if golden.Update() {
-			f.archive.Files[i].Data = []byte(got)
-			return
-		}
-		if diff := cmp.Diff(string(file.Data), got); diff != "" {
-			t.Errorf("%s: %s mismatch (-want +got):\n%s", f.path, section, diff)
-		}
-		return
-	}
-	if golden.Update() {
-		f.archive.Files = append(f.archive.Files, txtar.File{Name: section, Data: []byte(got)})
-		return
-	}
-	t.Errorf("%s: missing section %s; run with FACETS_UPDATE=1", f.path, section)
+	golden.Section(t, f.path, f.archive, section, strings.ReplaceAll(got, f.root, "$ROOT"))
 }
 
-func (f *fixture) save(t *testing.T) {
-	if golden.Update() {
-		if err := os.WriteFile(f.path, txtar.Format(f.archive), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+func (f *fixture) save(t *testing.T) { golden.SaveArchive(t, f.path, f.archive) }
 
 func summarize(m *manifest.Manifest) string {
 	var b strings.Builder

@@ -73,12 +73,10 @@ type Explanation struct {
 // A name nobody defines is not an error: Found is false and NearMatches
 // lists similar names.
 func ExplainProfile(schema *cue.Schema, opts Options, name string) (*Explanation, error) {
-	opts.Names = nil
-	m, ds, err := Compile(schema, opts)
+	x, m, ds, err := newExplanation(schema, opts, "profile", name)
 	if err != nil {
 		return nil, err
 	}
-	x := newExplanation("profile", name, m, ds)
 	var entries []profiles.Entry // nearest first
 	var all []string
 	for _, sp := range profiles.DiscoverProfiles(opts.Env, m.Trust.Trusted) {
@@ -151,7 +149,15 @@ func ExplainProfile(schema *cue.Schema, opts Options, name string) (*Explanation
 	return x, nil
 }
 
-func newExplanation(kind, name string, m *manifest.Manifest, ds []Diagnostic) *Explanation {
+// newExplanation compiles the whole catalog of opts (an explanation looks
+// at every definition, not only the named ones) and starts the explanation
+// of name: trust and the diagnostics about it. It returns the compile too.
+func newExplanation(schema *cue.Schema, opts Options, kind, name string) (*Explanation, *manifest.Manifest, []Diagnostic, error) {
+	opts.Names = nil
+	m, ds, err := Compile(schema, opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	x := &Explanation{Kind: kind, Name: name, Trust: m.Trust, Definitions: []Definition{}, Diagnostics: []Diagnostic{}}
 	switch m.Trust.Reason {
 	case "flag":
@@ -171,7 +177,7 @@ func newExplanation(kind, name string, m *manifest.Manifest, ds []Diagnostic) *E
 			x.Diagnostics = append(x.Diagnostics, d)
 		}
 	}
-	return x
+	return x, m, ds, nil
 }
 
 // fileDiags are the diagnostics located in path or under dir.
@@ -236,12 +242,10 @@ var roleLayers = []string{profiles.LayerProject, profiles.LayerGlobal, profiles.
 // ExplainRole compiles opts and explains how the role name resolved across
 // the bundled, package, global and project layers.
 func ExplainRole(schema *cue.Schema, opts Options, name string) (*Explanation, error) {
-	opts.Names = nil
-	m, ds, err := Compile(schema, opts)
+	x, m, ds, err := newExplanation(schema, opts, "role", name)
 	if err != nil {
 		return nil, err
 	}
-	x := newExplanation("role", name, m, ds)
 	if i := slices.IndexFunc(m.Roles, func(r manifest.Role) bool { return r.Name == name }); i >= 0 {
 		r := m.Roles[i]
 		x.Role = &r

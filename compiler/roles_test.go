@@ -42,17 +42,9 @@ type roleFixture struct {
 
 func loadRoleFixture(t *testing.T, path string) *roleFixture {
 	t.Helper()
-	a, err := txtar.ParseFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree := t.TempDir()
+	a, tree := writeFixtureTree(t, path)
 	f := &roleFixture{path: path, archive: a, tree: tree,
 		input: RoleInput{AgentDir: filepath.Join(tree, "agent"), Cwd: filepath.Join(tree, "project"), Trusted: true}}
-	files := slices.DeleteFunc(slices.Clone(a.Files), func(f txtar.File) bool { return f.Name == "want" })
-	if err := txtar.Write(&txtar.Archive{Files: files}, tree); err != nil {
-		t.Fatal(err)
-	}
 	_, directives, _ := strings.Cut(string(a.Comment), "\n\n") // a description paragraph comes first
 	for _, line := range strings.Split(directives, "\n") {
 		key, val, ok := strings.Cut(line, ":")
@@ -155,24 +147,8 @@ func TestRoleFixtures(t *testing.T) {
 			f := loadRoleFixture(t, path)
 			roles, diags, sources := compileRoles(schema, f.input)
 			got := renderRoles(f.tree, roles, diags, sources)
-			i := slices.IndexFunc(f.archive.Files, func(tf txtar.File) bool { return tf.Name == "want" })
-			if golden.Update() {
-				if i < 0 {
-					f.archive.Files = append(f.archive.Files, txtar.File{Name: "want"})
-					i = len(f.archive.Files) - 1
-				}
-				f.archive.Files[i].Data = []byte(got)
-				if err := os.WriteFile(path, txtar.Format(f.archive), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if i < 0 {
-				t.Fatalf("%s has no want section; run with FACETS_UPDATE=1", path)
-			}
-			if diff := cmp.Diff(string(f.archive.Files[i].Data), got); diff != "" {
-				t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-			}
+			golden.Section(t, path, f.archive, "want", got)
+			golden.SaveArchive(t, path, f.archive)
 		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/facets-dev/facets/cue/internal/fastgen"
+	"github.com/facets-dev/facets/internal/frontmatter"
 )
 
 // TestFastValidatorUpToDate fails when fastvalidate_gen.go no longer
@@ -126,7 +127,7 @@ func seedDocuments(t testing.TB) (profiles, roles [][]byte) {
 		[]byte("description: trailing "), []byte("name: Role.x_1\nsystem-prompt: append"),
 	}
 	seenRole := func(md []byte) {
-		if yaml, _, _, ok := splitFrontmatterForTest(md); ok {
+		if yaml, _, _, ok := frontmatter.Split(md); ok {
 			roles = append(roles, yaml)
 		}
 	}
@@ -163,20 +164,6 @@ func seedDocuments(t testing.TB) (profiles, roles [][]byte) {
 		}
 	}
 	return profiles, roles
-}
-
-// splitFrontmatterForTest mirrors profiles.SplitFrontmatter (package cue
-// may not import profiles).
-func splitFrontmatterForTest(src []byte) ([]byte, int, string, bool) {
-	if !bytes.HasPrefix(src, []byte("---\n")) {
-		return nil, 0, "", false
-	}
-	rest := src[4:]
-	i := bytes.Index(rest, []byte("\n---"))
-	if i < 0 {
-		return nil, 0, "", false
-	}
-	return rest[:i], 2, "", true
 }
 
 // TestFastMatchesCUE runs every seed document through both paths.
@@ -231,24 +218,24 @@ func TestFastPathDecidesTypicalDocuments(t *testing.T) {
 // config.json, seeded with the repository's profiles.
 func FuzzFastProfileMatchesCUE(f *testing.F) {
 	profiles, _ := seedDocuments(f)
-	for _, p := range profiles {
-		f.Add(p)
-	}
-	pair := newSchemaPair()
-	f.Fuzz(func(t *testing.T, src []byte) {
-		pair.sameAsCUE(t, Profile, true, src, 1)
-	})
+	fuzzSameAsCUE(f, profiles, Profile, true, 1)
 }
 
 // FuzzFastRoleMatchesCUE: the fast path and CUE agree on every role
 // frontmatter, seeded with the repository's roles.
 func FuzzFastRoleMatchesCUE(f *testing.F) {
 	_, roles := seedDocuments(f)
-	for _, r := range roles {
-		f.Add(r)
+	fuzzSameAsCUE(f, roles, Role, false, 2)
+}
+
+// fuzzSameAsCUE fuzzes the documents of one definition, starting from seeds,
+// checking that the fast path and CUE agree on each (see sameAsCUE).
+func fuzzSameAsCUE(f *testing.F, seeds [][]byte, d Definition, json bool, start int) {
+	for _, s := range seeds {
+		f.Add(s)
 	}
 	pair := newSchemaPair()
-	f.Fuzz(func(t *testing.T, yaml []byte) {
-		pair.sameAsCUE(t, Role, false, yaml, 2)
+	f.Fuzz(func(t *testing.T, src []byte) {
+		pair.sameAsCUE(t, d, json, src, start)
 	})
 }

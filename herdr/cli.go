@@ -590,14 +590,6 @@ func (c *CLI) Owned(ctx context.Context, h Handle, runID string) (Existence, err
 			return TabGone, nil
 		}
 	}
-	res, err := c.run(ctx, command, c.timeout(func(t Timeouts) time.Duration { return t.Exists }),
-		[]string{"pane", "get", h.PaneID})
-	if hasCode(err, "pane_not_found") {
-		return TabGone, nil
-	}
-	if err != nil {
-		return TabUncertain, err
-	}
 	var info struct {
 		Pane *struct {
 			PaneID     string            `json:"pane_id"`
@@ -606,13 +598,14 @@ func (c *CLI) Owned(ctx context.Context, h Handle, runID string) (Existence, err
 			Tokens     map[string]string `json:"tokens"`
 		} `json:"pane"`
 	}
-	if err := decodeResult(res.Stdout, &info); err != nil {
-		return TabUncertain, fmt.Errorf("herdr %s: %w", command, err)
+	stdout, ex, err := c.get(ctx, command, "pane_not_found", &info, "pane", "get", h.PaneID)
+	if ex != TabPresent || err != nil {
+		return ex, err
 	}
 	p := info.Pane
 	switch {
 	case p == nil || p.PaneID != h.PaneID:
-		return TabUncertain, fmt.Errorf("herdr %s: response is not about pane %s: %q", command, h.PaneID, excerpt(res.Stdout))
+		return TabUncertain, fmt.Errorf("herdr %s: response is not about pane %s: %q", command, h.PaneID, excerpt(stdout))
 	case p.TabID != h.TabID:
 		return TabGone, nil
 	case h.TerminalID != "":
@@ -632,26 +625,36 @@ func (c *CLI) TabExists(ctx context.Context, tabID string) (Existence, error) {
 	if tabID == "" {
 		return TabUncertain, fmt.Errorf("herdr %s: no tab", command)
 	}
-	res, err := c.run(ctx, command, c.timeout(func(t Timeouts) time.Duration { return t.Exists }),
-		[]string{"tab", "get", tabID})
-	if hasCode(err, "tab_not_found") {
-		return TabGone, nil
-	}
-	if err != nil {
-		return TabUncertain, err
-	}
 	var info struct {
 		Tab *struct {
 			TabID string `json:"tab_id"`
 		} `json:"tab"`
 	}
-	if err := decodeResult(res.Stdout, &info); err != nil {
-		return TabUncertain, fmt.Errorf("herdr %s: %w", command, err)
+	stdout, ex, err := c.get(ctx, command, "tab_not_found", &info, "tab", "get", tabID)
+	if ex != TabPresent || err != nil {
+		return ex, err
 	}
 	if info.Tab == nil || info.Tab.TabID != tabID {
-		return TabUncertain, fmt.Errorf("herdr %s: response is not about tab %s: %q", command, tabID, excerpt(res.Stdout))
+		return TabUncertain, fmt.Errorf("herdr %s: response is not about tab %s: %q", command, tabID, excerpt(stdout))
 	}
 	return TabPresent, nil
+}
+
+// get runs one `herdr … get` of an existence check and decodes its answer
+// into v: gone only on herdr's notFound code, uncertain on any other failure,
+// otherwise present, with the raw answer for the caller's own checks.
+func (c *CLI) get(ctx context.Context, command, notFound string, v any, args ...string) ([]byte, Existence, error) {
+	res, err := c.run(ctx, command, c.timeout(func(t Timeouts) time.Duration { return t.Exists }), args)
+	if hasCode(err, notFound) {
+		return nil, TabGone, nil
+	}
+	if err != nil {
+		return nil, TabUncertain, err
+	}
+	if err := decodeResult(res.Stdout, v); err != nil {
+		return nil, TabUncertain, fmt.Errorf("herdr %s: %w", command, err)
+	}
+	return res.Stdout, TabPresent, nil
 }
 
 // CloseTab runs `herdr tab close TAB`. Herdr never reuses tab IDs, so its

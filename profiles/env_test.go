@@ -45,14 +45,8 @@ func TestNewEnv(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env, err := NewEnv(func(k string) string { return tc.env[k] }, tc.home, tc.cwd)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
-				}
+			if expectErr(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if env.AgentDir != tc.wantDir || env.Cwd != tc.wantCwd {
 				t.Errorf("got agent %q cwd %q, want %q %q", env.AgentDir, env.Cwd, tc.wantDir, tc.wantCwd)
@@ -107,14 +101,8 @@ func TestDecideTrust(t *testing.T) {
 				os.WriteFile(filepath.Join(agent, "settings.json"), []byte(tc.settings), 0o644)
 			}
 			got, err := DecideTrust(Env{AgentDir: agent, Cwd: cwd}, tc.flag)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want it to mention %q", err, tc.wantErr)
-				}
+			if expectErr(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			want := tc.want
 			want.Path = strings.ReplaceAll(want.Path, "ROOT", root)
@@ -196,4 +184,20 @@ func TestAgentDir(t *testing.T) {
 			t.Errorf("%s: AgentDir = %q, %v; want %q", tc.name, got, err, tc.want)
 		}
 	}
+}
+
+// expectErr checks err against a case's wantErr: when wantErr is set, err
+// must mention it and the case is over (true); otherwise err must be nil.
+func expectErr(t *testing.T, err error, wantErr string) bool {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("err = %v, want it to mention %q", err, wantErr)
+		}
+		return true
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return false
 }

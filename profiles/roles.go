@@ -12,6 +12,7 @@ import (
 
 	"github.com/facets-dev/facets/diag"
 	"github.com/facets-dev/facets/internal/envvar"
+	"github.com/facets-dev/facets/internal/frontmatter"
 	"github.com/facets-dev/facets/internal/safefile"
 )
 
@@ -373,22 +374,10 @@ func jsonKind(raw json.RawMessage) string {
 	return "a number"
 }
 
-// SplitFrontmatter splits a role file the way pi-herdr-agents does: the
-// file must start with "---\n", and the block ends at the first later
-// "\n---" even if more characters follow on that line. yaml excludes both
-// markers and begins on line startLine of the file; body is the trimmed
-// rest after the closing marker and any newlines following it.
+// SplitFrontmatter splits a role file the way pi-herdr-agents does (see
+// frontmatter.Split).
 func SplitFrontmatter(src []byte) (yaml []byte, startLine int, body string, ok bool) {
-	if !bytes.HasPrefix(src, []byte("---\n")) {
-		return nil, 0, "", false
-	}
-	rest := src[4:]
-	i := bytes.Index(rest, []byte("\n---"))
-	if i < 0 {
-		return nil, 0, "", false
-	}
-	after := bytes.TrimLeft(rest[i+4:], "\n")
-	return rest[:i], 2, strings.TrimSpace(string(after)), true
+	return frontmatter.Split(src)
 }
 
 // FrontmatterLine reads key the way pi-herdr-agents' line parser does: the

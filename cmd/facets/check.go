@@ -23,18 +23,11 @@ Exit status: 0 clean, 1 error diagnostics (or warnings with --strict),
   facets check --format github --strict
   facets check -C project/service --agent-dir ~/.pi/agent reviewer`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := rep.validate(); err != nil {
-				return err
-			}
-			_, ds, opts, err := src.compile(args)
+			_, failed, err := rep.compile(&src, args, a.stdout, rep.format == compiler.FormatJSON)
 			if err != nil {
 				return err
 			}
-			ds, err = rep.report(a.stdout, opts.Env.Cwd, ds, rep.format == compiler.FormatJSON)
-			if err != nil {
-				return err
-			}
-			if compiler.HasErrors(ds) {
+			if failed {
 				return errDiagnostics
 			}
 			return nil

@@ -3,7 +3,6 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/internal/fsutil"
 )
 
@@ -26,18 +25,11 @@ or unknown name reports its own diagnostic and writes nothing.`,
 		Example: `  facets compile --out ~/.pi/agent/facets/manifest.json
   facets compile reviewer`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := rep.validate(); err != nil {
-				return err
-			}
-			m, ds, opts, err := src.compile(args)
+			m, failed, err := rep.compile(&src, args, a.stderr, false)
 			if err != nil {
 				return err
 			}
-			ds, err = rep.report(a.stderr, opts.Env.Cwd, ds, false)
-			if err != nil {
-				return err
-			}
-			if len(args) > 0 && compiler.HasErrors(ds) {
+			if len(args) > 0 && failed {
 				return errDiagnostics
 			}
 			// The manifest is not re-validated here: that doubled the cost of
@@ -55,7 +47,7 @@ or unknown name reports its own diagnostic and writes nothing.`,
 			} else if err := fsutil.WriteFileAtomic(out, b, 0o644); err != nil {
 				return err
 			}
-			if compiler.HasErrors(ds) {
+			if failed {
 				return errDiagnostics
 			}
 			return nil

@@ -93,6 +93,32 @@ func (f *runFlags) runtime(bridge string) (*subs.Runtime, error) {
 	}, nil
 }
 
+// textResult is what a Main's operation returns: its details, and its text.
+type textResult interface{ Text() string }
+
+// mainOp runs one operation on this Main's Subs and reports it: it builds the
+// runtime, refuses without a Main session, then prints op's result or failure.
+func (f *runFlags) mainOp(a *app, op func(rt *subs.Runtime) (textResult, error)) error {
+	rt, err := f.runtime("")
+	if err != nil {
+		return err
+	}
+	if err := f.requireMain(a); err != nil {
+		return err
+	}
+	r, err := op(rt)
+	if err != nil {
+		return f.failure(a, err)
+	}
+	return f.result(a, r.Text(), r)
+}
+
+// runIDFlag adds the required --run flag of the commands that act on one Sub.
+func runIDFlag(cmd *cobra.Command, runID *string) {
+	cmd.Flags().StringVar(runID, "run", "", "run id or unique prefix (required)")
+	cmd.MarkFlagRequired("run")
+}
+
 // result prints a successful operation: its text, or {"ok":true,"text":…}
 // merged with the operation's details.
 func (f *runFlags) result(a *app, text string, details any) error {
@@ -363,31 +389,21 @@ prefix). Queuing is not acceptance; the Sub acknowledges it later.
 --format json prints {"ok":true,"text","runId","title","messageId","sequence"}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rt, err := rf.runtime("")
-			if err != nil {
-				return err
-			}
-			if err := rf.requireMain(a); err != nil {
-				return err
-			}
-			if !cmd.Flags().Changed("message") {
-				data, err := io.ReadAll(io.LimitReader(a.stdin, channel.MaxMessageBytes+1))
-				if err != nil {
-					return usageError{fmt.Errorf("read message from stdin: %w", err)}
+			return rf.mainOp(a, func(rt *subs.Runtime) (textResult, error) {
+				if !cmd.Flags().Changed("message") {
+					data, err := io.ReadAll(io.LimitReader(a.stdin, channel.MaxMessageBytes+1))
+					if err != nil {
+						return nil, usageError{fmt.Errorf("read message from stdin: %w", err)}
+					}
+					message = string(data)
 				}
-				message = string(data)
-			}
-			m, err := rt.Talk(rf.mainSession, runID, message)
-			if err != nil {
-				return rf.failure(a, err)
-			}
-			return rf.result(a, m.Text(), m)
+				return rt.Talk(rf.mainSession, runID, message)
+			})
 		},
 	}
 	rf.register(a, cmd)
-	cmd.Flags().StringVar(&runID, "run", "", "run id or unique prefix (required)")
+	runIDFlag(cmd, &runID)
 	cmd.Flags().StringVar(&message, "message", "", "the message (default: read stdin)")
-	cmd.MarkFlagRequired("run")
 	return cmd
 }
 
@@ -403,23 +419,13 @@ that turn is over, so a late interrupt cannot cancel later work.
 --format json prints {"ok":true,"text","runId","title","turnId"}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rt, err := rf.runtime("")
-			if err != nil {
-				return err
-			}
-			if err := rf.requireMain(a); err != nil {
-				return err
-			}
-			i, err := rt.Interrupt(rf.mainSession, runID)
-			if err != nil {
-				return rf.failure(a, err)
-			}
-			return rf.result(a, i.Text(), i)
+			return rf.mainOp(a, func(rt *subs.Runtime) (textResult, error) {
+				return rt.Interrupt(rf.mainSession, runID)
+			})
 		},
 	}
 	rf.register(a, cmd)
-	cmd.Flags().StringVar(&runID, "run", "", "run id or unique prefix (required)")
-	cmd.MarkFlagRequired("run")
+	runIDFlag(cmd, &runID)
 	return cmd
 }
 
@@ -437,26 +443,16 @@ Sub messages keep the channel ("retained") without holding a slot.
 --format json prints {"ok":true,"text","runId","title","retained"}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rt, err := rf.runtime("")
-			if err != nil {
-				return err
-			}
-			if err := rf.requireMain(a); err != nil {
-				return err
-			}
-			ctx, stop := signalContext(cmd)
-			defer stop()
-			c, err := rt.Close(ctx, rf.mainSession, runID, reason)
-			if err != nil {
-				return rf.failure(a, err)
-			}
-			return rf.result(a, c.Text(), c)
+			return rf.mainOp(a, func(rt *subs.Runtime) (textResult, error) {
+				ctx, stop := signalContext(cmd)
+				defer stop()
+				return rt.Close(ctx, rf.mainSession, runID, reason)
+			})
 		},
 	}
 	rf.register(a, cmd)
-	cmd.Flags().StringVar(&runID, "run", "", "run id or unique prefix (required)")
+	runIDFlag(cmd, &runID)
 	cmd.Flags().StringVar(&reason, "reason", "", "reason recorded in close.json (default: "+subs.DefaultCloseReason+")")
-	cmd.MarkFlagRequired("run")
 	return cmd
 }
 
@@ -479,18 +475,9 @@ unknown when Herdr cannot report it.
 "profileName"?,"purpose"?}]}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rt, err := rf.runtime("")
-			if err != nil {
-				return err
-			}
-			if err := rf.requireMain(a); err != nil {
-				return err
-			}
-			l, err := rt.List(cmd.Context(), rf.mainSession, all)
-			if err != nil {
-				return rf.failure(a, err)
-			}
-			return rf.result(a, l.Text(), l)
+			return rf.mainOp(a, func(rt *subs.Runtime) (textResult, error) {
+				return rt.List(cmd.Context(), rf.mainSession, all)
+			})
 		},
 	}
 	rf.register(a, cmd)

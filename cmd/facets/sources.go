@@ -125,6 +125,23 @@ func (r *reportFlags) report(w io.Writer, base string, ds []compiler.Diagnostic,
 	return ds, compiler.WriteDiagnostics(w, r.format, base, ds)
 }
 
+// compile checks the flags, compiles the named profiles (all for none) and
+// reports the diagnostics on w (see report); failed is true when error
+// diagnostics remain after --strict.
+func (r *reportFlags) compile(src *sourceFlags, names []string, w io.Writer, always bool) (m *manifest.Manifest, failed bool, err error) {
+	if err := r.validate(); err != nil {
+		return nil, false, err
+	}
+	m, ds, opts, err := src.compile(names)
+	if err != nil {
+		return nil, false, err
+	}
+	if ds, err = r.report(w, opts.Env.Cwd, ds, always); err != nil {
+		return nil, false, err
+	}
+	return m, compiler.HasErrors(ds), nil
+}
+
 func (r *reportFlags) validate() error {
 	switch r.format {
 	case compiler.FormatText, compiler.FormatJSON, compiler.FormatGitHub:

@@ -2,7 +2,8 @@
 // follows the command-line contract of Herdr 0.8.2 described in
 // herdr/README.md for the commands Facets uses, keeps its state in the
 // directory named by FAKEHERDR_STATE, appends every call to calls.jsonl there,
-// and reads failure knobs from control.json in the same directory.
+// and reads failure knobs from control.json (internal/fakectl) in the same
+// directory.
 package main
 
 import (
@@ -22,126 +23,13 @@ import (
 	"unicode"
 
 	"github.com/facets-dev/facets/internal/envvar"
+	"github.com/facets-dev/facets/internal/fakectl"
 )
 
 const (
 	defaultVersion = "0.8.2"
 	protocol       = 20
 )
-
-// control is the test's script for this fake, read from control.json.
-type control struct {
-	// Version printed by --version and reported by status server.
-	Version string `json:"version,omitempty"`
-	// Server is "running" (default), "not_running" or "incompatible".
-	Server string `json:"server,omitempty"`
-	// Fail makes a command ("tab create", "agent start", ...) fail.
-	Fail map[string]failure `json:"fail,omitempty"`
-	// Hang makes a command block until killed, after writing the marker
-	// file hanging-<command with _ for spaces>.
-	Hang []string `json:"hang,omitempty"`
-	// Malformed makes a command succeed but print a broken response:
-	// "garbage", "empty", "truncated", "no-tab-id", "no-pane-id",
-	// "wrong-pane", "wrong-tab".
-	Malformed map[string]string `json:"malformed,omitempty"`
-	// AgentStatus, when set, is what agent get reports for every agent.
-	AgentStatus string `json:"agent_status,omitempty"`
-	// ShellInitMS is how long a new tab's shell initializes; agent start
-	// meanwhile answers agent_pane_busy, which herdr's CLI retries for up
-	// to 2 s (src/cli/agent.rs PANE_SHELL_READINESS_RETRY_TIMEOUT).
-	ShellInitMS int `json:"shell_init_ms,omitempty"`
-	// StartDelayMS is how long a started agent stays launch_pending before
-	// it is interactive_ready (real Herdr: at least its 3 s settle delay).
-	StartDelayMS int `json:"start_delay_ms,omitempty"`
-	// Startup is how the agent's startup ends: "" (ready), "blocked" (a
-	// startup dialog: agent_not_ready) or "exit" (agent_start_failed).
-	Startup string `json:"startup,omitempty"`
-	// PromptSubmitMS is the delay between agent prompt's answer and the
-	// Enter that makes the agent working (Herdr's
-	// AGENT_PROMPT_SUBMIT_DELAY, 300 ms); negative means never.
-	PromptSubmitMS *int `json:"prompt_submit_ms,omitempty"`
-	// TurnMS, when positive, ends each turn that long after it started:
-	// the agent goes back to idle ("done" in an unseen tab).
-	TurnMS int `json:"turn_ms,omitempty"`
-	// ConfirmClose makes closing the last tab of a workspace answer
-	// confirmation_required, as Herdr does for a worktree group.
-	ConfirmClose bool `json:"confirm_close,omitempty"`
-	// Unavailable lists panes whose terminal has no live runtime
-	// (agent start: agent_pane_unavailable).
-	Unavailable []string `json:"unavailable,omitempty"`
-}
-
-// failure is one injected error.
-type failure struct {
-	Code    string `json:"code,omitempty"`
-	Message string `json:"message,omitempty"`
-	// Exit defaults to 1 (a server error envelope on stderr); 2 prints the
-	// message as usage text instead.
-	Exit int `json:"exit,omitempty"`
-	// AfterEffect performs the command and prints its result before
-	// failing, like a herdr that did the work but then lost the reply.
-	AfterEffect bool `json:"after_effect,omitempty"`
-}
-
-type state struct {
-	Workspaces   map[string]*workspace `json:"workspaces"`
-	Tabs         map[string]*tab       `json:"tabs"`
-	Panes        map[string]*pane      `json:"panes"`
-	NextTerminal int                   `json:"next_terminal"`
-}
-
-type workspace struct {
-	ID       string `json:"id"`
-	NextTab  int    `json:"next_tab"`
-	NextPane int    `json:"next_pane"`
-}
-
-type tab struct {
-	ID          string            `json:"id"`
-	WorkspaceID string            `json:"workspace_id"`
-	Number      int               `json:"number"`
-	Label       string            `json:"label"`
-	Focused     bool              `json:"focused"`
-	Seen        bool              `json:"seen,omitempty"`
-	Panes       []string          `json:"panes"`
-	Env         map[string]string `json:"env,omitempty"`
-}
-
-type pane struct {
-	ID          string `json:"id"`
-	TerminalID  string `json:"terminal_id"`
-	WorkspaceID string `json:"workspace_id"`
-	TabID       string `json:"tab_id"`
-	Cwd         string `json:"cwd,omitempty"`
-	// Tokens are the terminal's metadata tokens: Herdr keeps them on the
-	// terminal, so they outlive agent starts and exits in the pane.
-	Tokens map[string]string `json:"tokens,omitempty"`
-	Source string            `json:"metadata_source,omitempty"`
-	// ShellReadyAt (unix ms) ends the new shell's initialization.
-	ShellReadyAt int64  `json:"shell_ready_at,omitempty"`
-	Agent        *agent `json:"agent,omitempty"`
-}
-
-type agent struct {
-	Name    string   `json:"name"`
-	Kind    string   `json:"kind"`
-	Status  string   `json:"status"`
-	Args    []string `json:"args,omitempty"`
-	Prompts []string `json:"prompts,omitempty"`
-	Seq     int      `json:"seq"`
-	// ReadyAt (unix ms) ends the launch-pending phase.
-	ReadyAt int64 `json:"ready_at,omitempty"`
-	// EnterAt (unix ms) is when a typed prompt's Enter lands; 0 when none
-	// is pending.
-	EnterAt int64 `json:"enter_at,omitempty"`
-	// TurnEndsAt (unix ms) ends the current turn when TurnMS is set.
-	TurnEndsAt int64 `json:"turn_ends_at,omitempty"`
-	// Exited is an agent whose process ended while its tab stayed open.
-	Exited bool `json:"exited,omitempty"`
-}
-
-// pending reports whether the agent is still launch_pending at now.
-func (a *agent) pending(now int64) bool { return now < a.ReadyAt }
 
 // cliError is how a command fails: a usage error (exit 2, plain text) or a
 // server error envelope (exit 1, JSON on stderr).
@@ -196,7 +84,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if failing && !f.AfterEffect {
 		cerr = injected(f)
 	} else {
-		err := withState(dir, ctl, func(st *state) error {
+		err := withState(dir, ctl, func(st *fakectl.State) error {
 			out, cerr = dispatch(args, st, ctl)
 			return nil
 		})
@@ -240,7 +128,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // withState runs fn on the state under the state lock, after applying
 // what happened since the last call, and saves it.
-func withState(dir string, ctl control, fn func(st *state) error) error {
+func withState(dir string, ctl fakectl.Control, fn func(st *fakectl.State) error) error {
 	unlock, err := lock(dir)
 	if err != nil {
 		return err
@@ -263,13 +151,13 @@ func nowMS() int64 { return time.Now().UnixMilli() }
 // (ready, blocked on a startup dialog, or exited), a prompt's delayed Enter
 // (idle → working) and the end of a turn (working → idle). Each bumps the
 // agent's state_change_seq, as Herdr does on every transition.
-func advance(st *state, ctl control, now int64) {
+func advance(st *fakectl.State, ctl fakectl.Control, now int64) {
 	for _, id := range sortedKeys(st.Panes) {
 		a := st.Panes[id].Agent
 		if a == nil || a.Exited {
 			continue
 		}
-		if a.Status == "starting" && !a.pending(now) {
+		if a.Status == "starting" && !a.Pending(now) {
 			switch ctl.Startup {
 			case "blocked":
 				a.Status = "blocked"
@@ -294,7 +182,7 @@ func advance(st *state, ctl control, now int64) {
 	}
 }
 
-func injected(f failure) *cliError {
+func injected(f fakectl.Failure) *cliError {
 	exit := f.Exit
 	if exit == 0 {
 		exit = 1
@@ -402,7 +290,7 @@ type rawText string
 // (status server --json).
 type plainJSON struct{ value any }
 
-func dispatch(args []string, st *state, ctl control) (any, *cliError) {
+func dispatch(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliError) {
 	if len(args) == 0 {
 		return nil, usage("fakeherdr: starting the TUI is not supported")
 	}
@@ -459,7 +347,7 @@ func socketPath() string {
 	return filepath.Join(os.Getenv("FAKEHERDR_STATE"), "herdr.sock")
 }
 
-func statusCommand(args []string, ctl control, version string) (any, *cliError) {
+func statusCommand(args []string, ctl fakectl.Control, version string) (any, *cliError) {
 	if len(args) == 0 || args[0] != "server" {
 		return nil, usage("herdr status commands:\n  herdr status server [--json]  show running server status")
 	}
@@ -518,7 +406,7 @@ func flagValue(args []string, i int) (string, *cliError) {
 	return args[i+1], nil
 }
 
-func tabCreate(args []string, st *state, ctl control) (any, *cliError) {
+func tabCreate(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliError) {
 	var wsID, cwd, label string
 	env := map[string]string{}
 	focus := false
@@ -537,12 +425,9 @@ func tabCreate(args []string, st *state, ctl control) (any, *cliError) {
 			case "--label":
 				label = v
 			case "--env":
-				k, val, ok := strings.Cut(v, "=")
-				if !ok {
-					return nil, usage("env must use KEY=VALUE")
-				}
-				if k == "" {
-					return nil, usage("env key must not be empty")
+				k, val, cerr := keyValue(v, "env", "KEY", "key")
+				if cerr != nil {
+					return nil, cerr
 				}
 				env[k] = val
 			}
@@ -562,7 +447,7 @@ func tabCreate(args []string, st *state, ctl control) (any, *cliError) {
 	if ws == nil {
 		return nil, serverErr("workspace_not_found", "workspace %s not found", wsID)
 	}
-	t := &tab{ID: wsID + ":t" + publicNumber(ws.NextTab), WorkspaceID: wsID, Number: ws.NextTab, Label: label, Focused: focus, Seen: focus, Env: env}
+	t := &fakectl.Tab{ID: wsID + ":t" + publicNumber(ws.NextTab), WorkspaceID: wsID, Number: ws.NextTab, Label: label, Focused: focus, Seen: focus, Env: env}
 	ws.NextTab++
 	p := newPane(st, ws, t.ID, cwd)
 	p.ShellReadyAt = nowMS() + int64(ctl.ShellInitMS)
@@ -593,11 +478,11 @@ func publicNumber(n int) string {
 	return string(b)
 }
 
-func newPane(st *state, ws *workspace, tabID, cwd string) *pane {
+func newPane(st *fakectl.State, ws *fakectl.Workspace, tabID, cwd string) *fakectl.Pane {
 	st.NextTerminal++
 	// Terminal ids are the allocation time in microseconds and a counter
 	// (src/terminal/id.rs), so a restarted server never repeats one.
-	p := &pane{ID: ws.ID + ":p" + publicNumber(ws.NextPane), TerminalID: fmt.Sprintf("term_%x%x", time.Now().UnixMicro(), st.NextTerminal),
+	p := &fakectl.Pane{ID: ws.ID + ":p" + publicNumber(ws.NextPane), TerminalID: fmt.Sprintf("term_%x%x", time.Now().UnixMicro(), st.NextTerminal),
 		WorkspaceID: ws.ID, TabID: tabID, Cwd: cwd}
 	ws.NextPane++
 	st.Panes[p.ID] = p
@@ -615,7 +500,7 @@ type tabInfo struct {
 	AgentStatus string `json:"agent_status"`
 }
 
-func infoOfTab(st *state, t *tab) tabInfo {
+func infoOfTab(st *fakectl.State, t *fakectl.Tab) tabInfo {
 	status := "unknown"
 	for _, id := range t.Panes {
 		if p := st.Panes[id]; p != nil && p.Agent != nil && !p.Agent.Exited {
@@ -639,7 +524,7 @@ type paneInfo struct {
 	Revision    int               `json:"revision"`
 }
 
-func infoOfPane(st *state, p *pane) paneInfo {
+func infoOfPane(st *fakectl.State, p *fakectl.Pane) paneInfo {
 	info := paneInfo{PaneID: p.ID, TerminalID: p.TerminalID, WorkspaceID: p.WorkspaceID, TabID: p.TabID, Cwd: p.Cwd,
 		AgentStatus: "unknown", Tokens: p.Tokens}
 	if p.Agent != nil && !p.Agent.Exited {
@@ -650,7 +535,7 @@ func infoOfPane(st *state, p *pane) paneInfo {
 
 // publicStatus is the agent_status Herdr reports: "done" is idle in a tab
 // not seen since (src/app/agents.rs), unknown while the launch is pending.
-func publicStatus(st *state, p *pane) string {
+func publicStatus(st *fakectl.State, p *fakectl.Pane) string {
 	switch s := p.Agent.Status; s {
 	case "starting":
 		return "unknown"
@@ -677,7 +562,7 @@ type workspaceInfo struct {
 	AgentStatus string `json:"agent_status"`
 }
 
-func workspaceList(args []string, st *state) (any, *cliError) {
+func workspaceList(args []string, st *fakectl.State) (any, *cliError) {
 	if len(args) != 0 {
 		return nil, usage("usage: herdr workspace list")
 	}
@@ -701,7 +586,7 @@ func workspaceList(args []string, st *state) (any, *cliError) {
 	}{"workspace_list", list}, nil
 }
 
-func paneGet(args []string, st *state) (any, *cliError) {
+func paneGet(args []string, st *fakectl.State) (any, *cliError) {
 	id, cerr := oneArg(args, "pane get <pane_id>")
 	if cerr != nil {
 		return nil, cerr
@@ -716,6 +601,19 @@ func paneGet(args []string, st *state) (any, *cliError) {
 	}{"pane_info", infoOfPane(st, p)}, nil
 }
 
+// keyValue splits the KEY=VALUE of a repeated option, with herdr's usage
+// errors: flag names the option, form and key how herdr spells the key.
+func keyValue(v, flag, form, key string) (string, string, *cliError) {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok {
+		return "", "", usage("%s must use %s=VALUE", flag, form)
+	}
+	if k == "" {
+		return "", "", usage("%s %s must not be empty", flag, key)
+	}
+	return k, val, nil
+}
+
 func oneArg(args []string, what string) (string, *cliError) {
 	if len(args) != 1 {
 		return "", usage("usage: herdr %s", what)
@@ -723,8 +621,10 @@ func oneArg(args []string, what string) (string, *cliError) {
 	return args[0], nil
 }
 
-func tabGet(args []string, st *state) (any, *cliError) {
-	id, cerr := oneArg(args, "tab get <tab_id>")
+// tabArg is the tab named by a command's one argument; synopsis is the
+// command's usage line for a wrong argument count.
+func tabArg(args []string, st *fakectl.State, synopsis string) (*fakectl.Tab, *cliError) {
+	id, cerr := oneArg(args, synopsis)
 	if cerr != nil {
 		return nil, cerr
 	}
@@ -732,13 +632,21 @@ func tabGet(args []string, st *state) (any, *cliError) {
 	if t == nil {
 		return nil, serverErr("tab_not_found", "tab %s not found", id)
 	}
+	return t, nil
+}
+
+func tabGet(args []string, st *fakectl.State) (any, *cliError) {
+	t, cerr := tabArg(args, st, "tab get <tab_id>")
+	if cerr != nil {
+		return nil, cerr
+	}
 	return struct {
 		Type string  `json:"type"`
 		Tab  tabInfo `json:"tab"`
 	}{"tab_info", infoOfTab(st, t)}, nil
 }
 
-func lastTab(st *state, t *tab) bool {
+func lastTab(st *fakectl.State, t *fakectl.Tab) bool {
 	for _, other := range st.Tabs {
 		if other.ID != t.ID && other.WorkspaceID == t.WorkspaceID {
 			return false
@@ -747,14 +655,10 @@ func lastTab(st *state, t *tab) bool {
 	return true
 }
 
-func tabClose(args []string, st *state, ctl control) (any, *cliError) {
-	id, cerr := oneArg(args, "tab close <tab_id>")
+func tabClose(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliError) {
+	t, cerr := tabArg(args, st, "tab close <tab_id>")
 	if cerr != nil {
 		return nil, cerr
-	}
-	t := st.Tabs[id]
-	if t == nil {
-		return nil, serverErr("tab_not_found", "tab %s not found", id)
 	}
 	if ctl.ConfirmClose && lastTab(st, t) {
 		return nil, serverErr("confirmation_required", "closing this tab would close a worktree group")
@@ -763,7 +667,7 @@ func tabClose(args []string, st *state, ctl control) (any, *cliError) {
 		endPaneProcess(p)
 		delete(st.Panes, p)
 	}
-	delete(st.Tabs, id)
+	delete(st.Tabs, t.ID)
 	last := true
 	for _, other := range st.Tabs {
 		if other.WorkspaceID == t.WorkspaceID {
@@ -816,7 +720,7 @@ func knownAgentKind(kind string) bool {
 	return false
 }
 
-func agentStart(args []string, st *state, ctl control) (any, *cliError) {
+func agentStart(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliError) {
 	var name, kind, paneID string
 	timeout := 30000
 	var agentArgs []string
@@ -900,7 +804,7 @@ func agentStart(args []string, st *state, ctl control) (any, *cliError) {
 		return nil, serverErr("agent_start_failed", "fakeherdr only runs pi")
 	}
 	now := nowMS()
-	p.Agent = &agent{Name: name, Kind: kind, Status: "starting", Args: agentArgs, Seq: 1, ReadyAt: now + int64(ctl.StartDelayMS)}
+	p.Agent = &fakectl.Agent{Name: name, Kind: kind, Status: "starting", Args: agentArgs, Seq: 1, ReadyAt: now + int64(ctl.StartDelayMS)}
 	return startWait{PaneID: paneID, Name: name, TerminalID: p.TerminalID, Deadline: now + int64(timeout),
 		Argv: append([]string{"pi"}, agentArgs...)}, nil
 }
@@ -913,12 +817,12 @@ type startWait struct {
 	Argv                     []string
 }
 
-func (w startWait) wait(dir string, ctl control) (any, *cliError, error) {
+func (w startWait) wait(dir string, ctl fakectl.Control) (any, *cliError, error) {
 	for {
 		var out any
 		var cerr *cliError
 		done := false
-		err := withState(dir, ctl, func(st *state) error {
+		err := withState(dir, ctl, func(st *fakectl.State) error {
 			p := st.Panes[w.PaneID]
 			switch {
 			case p == nil || p.TerminalID != w.TerminalID || p.Agent == nil || p.Agent.Name != w.Name:
@@ -945,7 +849,7 @@ func (w startWait) wait(dir string, ctl control) (any, *cliError, error) {
 	}
 }
 
-func findAgent(st *state, target string) *pane {
+func findAgent(st *fakectl.State, target string) *fakectl.Pane {
 	if p := st.Panes[target]; p != nil && p.Agent != nil && !p.Agent.Exited {
 		return p
 	}
@@ -976,7 +880,7 @@ type agentInfo struct {
 	Revision         int               `json:"revision"`
 }
 
-func infoOfAgent(st *state, p *pane, statusOverride string) agentInfo {
+func infoOfAgent(st *fakectl.State, p *fakectl.Pane, statusOverride string) agentInfo {
 	status := publicStatus(st, p)
 	if statusOverride != "" {
 		status = statusOverride
@@ -988,7 +892,7 @@ func infoOfAgent(st *state, p *pane, statusOverride string) agentInfo {
 		StateChangeSeq: p.Agent.Seq, Cwd: p.Cwd, Revision: p.Agent.Seq}
 }
 
-func agentPrompt(args []string, st *state, ctl control) (any, *cliError) {
+func agentPrompt(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliError) {
 	if len(args) < 2 {
 		return nil, usage("usage: herdr agent prompt <target> <text> [--wait] [--until STATUS]... [--timeout MS]")
 	}
@@ -1048,7 +952,7 @@ func agentPrompt(args []string, st *state, ctl control) (any, *cliError) {
 	}{"agent_prompted", info}, nil
 }
 
-func agentGet(args []string, st *state, ctl control) (any, *cliError) {
+func agentGet(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliError) {
 	target, cerr := oneArg(args, "agent get <target>")
 	if cerr != nil {
 		return nil, cerr
@@ -1063,7 +967,7 @@ func agentGet(args []string, st *state, ctl control) (any, *cliError) {
 	}{"agent_info", infoOfAgent(st, p, ctl.AgentStatus)}, nil
 }
 
-func paneReportMetadata(args []string, st *state) (any, *cliError) {
+func paneReportMetadata(args []string, st *fakectl.State) (any, *cliError) {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return nil, usage("usage: herdr pane report-metadata <pane_id> --source ID [--token NAME=VALUE]...")
 	}
@@ -1081,12 +985,9 @@ func paneReportMetadata(args []string, st *state) (any, *cliError) {
 			case "--source":
 				source = v
 			case "--token":
-				k, val, ok := strings.Cut(v, "=")
-				if !ok {
-					return nil, usage("token must use NAME=VALUE")
-				}
-				if k == "" {
-					return nil, usage("token name must not be empty")
+				k, val, cerr := keyValue(v, "token", "NAME", "name")
+				if cerr != nil {
+					return nil, cerr
 				}
 				tokens[k] = val
 			}
@@ -1201,8 +1102,8 @@ func logCall(dir string, args []string) error {
 	return f.Close()
 }
 
-func readControl(dir string) (control, error) {
-	var ctl control
+func readControl(dir string) (fakectl.Control, error) {
+	var ctl fakectl.Control
 	data, err := os.ReadFile(filepath.Join(dir, "control.json"))
 	if errors.Is(err, os.ErrNotExist) {
 		return ctl, nil
@@ -1210,8 +1111,8 @@ func readControl(dir string) (control, error) {
 	if err != nil {
 		return ctl, err
 	}
-	// herdrtest.Control mirrors control; an unknown knob means the mirror
-	// drifted, which must fail rather than be silently ignored.
+	// An unknown knob is a misspelt one, which must fail rather than be
+	// silently ignored.
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&ctl); err != nil {
@@ -1235,13 +1136,13 @@ func lock(dir string) (func(), error) {
 
 // loadState reads state.json, starting from one workspace w1 whose tab
 // w1:t1 holds pane w1:p1 (the Main Pi's pane).
-func loadState(dir string) (*state, error) {
+func loadState(dir string) (*fakectl.State, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "state.json"))
 	if errors.Is(err, os.ErrNotExist) {
-		st := &state{Workspaces: map[string]*workspace{}, Tabs: map[string]*tab{}, Panes: map[string]*pane{}}
-		ws := &workspace{ID: "w1", NextTab: 1, NextPane: 1}
+		st := &fakectl.State{Workspaces: map[string]*fakectl.Workspace{}, Tabs: map[string]*fakectl.Tab{}, Panes: map[string]*fakectl.Pane{}}
+		ws := &fakectl.Workspace{ID: "w1", NextTab: 1, NextPane: 1}
 		st.Workspaces[ws.ID] = ws
-		t := &tab{ID: "w1:t1", WorkspaceID: "w1", Number: 1, Label: "main", Focused: true, Seen: true}
+		t := &fakectl.Tab{ID: "w1:t1", WorkspaceID: "w1", Number: 1, Label: "main", Focused: true, Seen: true}
 		ws.NextTab++
 		p := newPane(st, ws, t.ID, "")
 		t.Panes = []string{p.ID}
@@ -1251,23 +1152,23 @@ func loadState(dir string) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	var st state
+	var st fakectl.State
 	if err := json.Unmarshal(data, &st); err != nil {
 		return nil, fmt.Errorf("state.json: %w", err)
 	}
 	if st.Workspaces == nil {
-		st.Workspaces = map[string]*workspace{}
+		st.Workspaces = map[string]*fakectl.Workspace{}
 	}
 	if st.Tabs == nil {
-		st.Tabs = map[string]*tab{}
+		st.Tabs = map[string]*fakectl.Tab{}
 	}
 	if st.Panes == nil {
-		st.Panes = map[string]*pane{}
+		st.Panes = map[string]*fakectl.Pane{}
 	}
 	return &st, nil
 }
 
-func saveState(dir string, st *state) error {
+func saveState(dir string, st *fakectl.State) error {
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err

@@ -26,14 +26,7 @@ func WriteFileAtomic(path string, b []byte, perm os.FileMode) error {
 		if err != nil {
 			return fmt.Errorf("write %s: %w", path, err)
 		}
-		_, werr := f.Write(b)
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			return fmt.Errorf("write %s: %w", path, werr)
-		}
-		return nil
+		return WriteClose(f, path, b)
 	}
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
@@ -61,6 +54,19 @@ func WriteFileAtomic(path string, b []byte, perm os.FileMode) error {
 	if d, err := os.Open(dir); err == nil {
 		d.Sync()
 		d.Close()
+	}
+	return nil
+}
+
+// WriteClose writes b to f, which is open at path, and closes it; the error,
+// if any, is the first of the two, naming path.
+func WriteClose(f *os.File, path string, b []byte) error {
+	_, werr := f.Write(b)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("write %s: %w", path, werr)
 	}
 	return nil
 }

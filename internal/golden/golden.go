@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/facets-dev/facets/internal/envvar"
 )
@@ -41,5 +42,40 @@ func Check(t testing.TB, path string, got []byte) {
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("%s is stale; rerun with %s=1 if the change is intended (-want +got):\n%s", path, EnvVar, diff)
+	}
+}
+
+// Section compares got with the file called name in the txtar archive a,
+// read from path, or sets (or adds) it when Update is on; SaveArchive then
+// writes the archive back.
+func Section(t testing.TB, path string, a *txtar.Archive, name, got string) {
+	t.Helper()
+	for i, file := range a.Files {
+		if file.Name != name {
+			continue
+		}
+		if Update() {
+			a.Files[i].Data = []byte(got)
+			return
+		}
+		if diff := cmp.Diff(string(file.Data), got); diff != "" {
+			t.Errorf("%s: %s mismatch (-want +got):\n%s", path, name, diff)
+		}
+		return
+	}
+	if Update() {
+		a.Files = append(a.Files, txtar.File{Name: name, Data: []byte(got)})
+		return
+	}
+	t.Errorf("%s: missing section %s; run with %s=1", path, name, EnvVar)
+}
+
+// SaveArchive writes a back to path when Update is on.
+func SaveArchive(t testing.TB, path string, a *txtar.Archive) {
+	t.Helper()
+	if Update() {
+		if err := os.WriteFile(path, txtar.Format(a), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

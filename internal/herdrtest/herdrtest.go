@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/facets-dev/facets/internal/fakectl"
 )
 
 // Binary compiles the fake herdr into a directory that lives as long as the
@@ -93,23 +95,9 @@ func (f *Fake) Getenv(name string) string {
 	return ""
 }
 
-// Control mirrors fakeherdr's control.json: which steps fail, hang or
-// answer malformed output, and what agent status to report.
-type Control struct {
-	Version        string             `json:"version,omitempty"`
-	Server         string             `json:"server,omitempty"`
-	Fail           map[string]Failure `json:"fail,omitempty"`
-	Hang           []string           `json:"hang,omitempty"`
-	Malformed      map[string]string  `json:"malformed,omitempty"`
-	AgentStatus    string             `json:"agent_status,omitempty"`
-	ShellInitMS    int                `json:"shell_init_ms,omitempty"`
-	StartDelayMS   int                `json:"start_delay_ms,omitempty"`
-	Startup        string             `json:"startup,omitempty"`
-	PromptSubmitMS *int               `json:"prompt_submit_ms,omitempty"`
-	TurnMS         int                `json:"turn_ms,omitempty"`
-	ConfirmClose   bool               `json:"confirm_close,omitempty"`
-	Unavailable    []string           `json:"unavailable,omitempty"`
-}
+// Control is fakeherdr's control.json: which steps fail, hang or answer
+// malformed output, and what agent status to report.
+type Control = fakectl.Control
 
 // Never is a PromptSubmitMS that never presses Enter, so a prompted agent
 // stays idle for the whole test.
@@ -169,12 +157,7 @@ func (f *Fake) ExitAgent(pane string) {
 }
 
 // Failure is how one step fails.
-type Failure struct {
-	Code        string `json:"code,omitempty"`
-	Message     string `json:"message,omitempty"`
-	Exit        int    `json:"exit,omitempty"`
-	AfterEffect bool   `json:"after_effect,omitempty"`
-}
+type Failure = fakectl.Failure
 
 // SetControl writes control.json.
 func (f *Fake) SetControl(c Control) {
@@ -229,29 +212,12 @@ func (f *Fake) Commands() []string {
 	return out
 }
 
-// Tab is a tab in the fake's state.
-type Tab struct {
-	Label string            `json:"label"`
-	Env   map[string]string `json:"env"`
-}
-
-// Pane is a pane in the fake's state, with the agent started in it.
-type Pane struct {
-	TabID      string            `json:"tab_id"`
-	TerminalID string            `json:"terminal_id"`
-	Tokens     map[string]string `json:"tokens"`
-	Source     string            `json:"metadata_source"`
-	Agent      *struct {
-		Args    []string `json:"args"`
-		Prompts []string `json:"prompts"`
-	} `json:"agent"`
-}
-
-// State is the fake's state.json.
-type State struct {
-	Tabs  map[string]Tab  `json:"tabs"`
-	Panes map[string]Pane `json:"panes"`
-}
+// State is the fake's state.json; Tab and Pane are its tabs and panes.
+type (
+	State = fakectl.State
+	Tab   = fakectl.Tab
+	Pane  = fakectl.Pane
+)
 
 // State reads state.json.
 func (f *Fake) State() State {

@@ -92,10 +92,7 @@ func TestSendOrderSurvivesClockRollbackAndRestart(t *testing.T) {
 	// A new writer process continues the persisted counter.
 	o := reopen(t, c)
 	o.now = func() time.Time { return time.UnixMilli(0) }
-	m, err := o.Send(ToSub, "after restart")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mustSend(t, o, ToSub, "after restart")
 	if m.Sequence <= 5 {
 		t.Errorf("sequence after restart = %d, want above 5", m.Sequence)
 	}
@@ -115,10 +112,7 @@ func TestSendOrderSurvivesClockRollbackAndRestart(t *testing.T) {
 
 func TestSendWireFormat(t *testing.T) {
 	c := newTestChannel(t)
-	m, err := c.Send(ToMain, "hello <b>")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mustSend(t, c, ToMain, "hello <b>")
 	data, err := os.ReadFile(filepath.Join(c.Dir(), "to-main", m.ID+".json"))
 	if err != nil {
 		t.Fatal(err)
@@ -242,10 +236,7 @@ func TestOversizeMessageRefusedBeforeWriting(t *testing.T) {
 
 func TestReaderRefusesOversizedAndForgedFiles(t *testing.T) {
 	c := newTestChannel(t)
-	ok, err := c.Send(ToSub, "genuine")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ok := mustSend(t, c, ToSub, "genuine")
 	inbox := filepath.Join(c.Dir(), "to-sub")
 	big := filepath.Join(inbox, "big.json")
 	if err := os.WriteFile(big, bytes.Repeat([]byte(" "), MaxMessageBytes+1), 0o600); err != nil {
@@ -341,10 +332,7 @@ func TestControlFiles(t *testing.T) {
 
 func TestRemoveRetainsQueuedSubToMainMessages(t *testing.T) {
 	c := newTestChannel(t)
-	m, err := c.Send(ToMain, "final report")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mustSend(t, c, ToMain, "final report")
 	if _, err := c.Send(ToSub, "never read"); err != nil {
 		t.Fatal(err)
 	}

@@ -115,30 +115,12 @@ func TestReceiptFailureKeepsMessageQueued(t *testing.T) {
 // Mounting needs CAP_SYS_ADMIN (CI runs as root); the seam test above covers
 // the same paths everywhere else.
 func TestFullAndReadOnlyFilesystem(t *testing.T) {
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs here (%v: %s); fault injection covers ENOSPC/EACCES", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
-	c, err := Create(filepath.Join(mnt, "root"), testManifest(NewID()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	mnt, c := tmpfsChannel(t)
 	if _, err := c.Send(ToSub, "queued before"); err != nil {
 		t.Fatal(err)
 	}
-	filler, err := os.Create(filepath.Join(mnt, "filler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := filler.Write(make([]byte, 4096)); err != nil {
-			break
-		}
-	}
-	filler.Close()
-	_, err = c.Send(ToSub, strings.Repeat("x", 8192))
+	fillUp(t, mnt)
+	_, err := c.Send(ToSub, strings.Repeat("x", 8192))
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("send on a full filesystem: %v, want ENOSPC", err)
 	}

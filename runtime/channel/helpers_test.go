@@ -69,6 +69,16 @@ func tempFiles(t testing.TB, c *Channel, d Direction) []string {
 	return out
 }
 
+// mustSend sends text in direction d, failing the test if it cannot.
+func mustSend(t testing.TB, c *Channel, d Direction, text string) Message {
+	t.Helper()
+	m, err := c.Send(d, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func texts(ms []Message) []string {
 	var out []string
 	for _, m := range ms {

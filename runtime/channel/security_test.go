@@ -42,10 +42,7 @@ func TestSymlinkedInboxRefused(t *testing.T) {
 
 func TestSymlinkedFilesRefused(t *testing.T) {
 	c := newTestChannel(t)
-	m, err := c.Send(ToSub, "genuine")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mustSend(t, c, ToSub, "genuine")
 	// A symlinked message file is reported, not followed or delivered.
 	target := filepath.Join(c.Dir(), "to-sub", m.ID+".json")
 	link := filepath.Join(c.Dir(), "to-sub", NewID()+".json")
@@ -120,10 +117,7 @@ func TestForeignOwnerRefused(t *testing.T) {
 		}
 	}
 	c := newTestChannel(t)
-	m, err := c.Send(ToMain, "x")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mustSend(t, c, ToMain, "x")
 	if err := os.Lchown(filepath.Join(c.Dir(), "to-main", m.ID+".json"), 4242, 4242); err != nil {
 		t.Fatal(err)
 	}

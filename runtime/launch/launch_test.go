@@ -7,11 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/facets-dev/facets/compiler"
-	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/exampletest"
 	"github.com/facets-dev/facets/internal/golden"
 	"github.com/facets-dev/facets/manifest"
-	"github.com/facets-dev/facets/profiles"
 )
 
 // exampleManifest compiles testdata/example from the service directory,
@@ -22,25 +20,7 @@ func exampleManifest(t *testing.T, trusted bool) (*manifest.Manifest, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	example := filepath.Join(root, "testdata", "example")
-	getenv := func(k string) string {
-		if k == "PI_CODING_AGENT_DIR" {
-			return filepath.Join(example, "agent")
-		}
-		return ""
-	}
-	env, err := profiles.NewEnv(getenv, t.TempDir(), filepath.Join(example, "project", "service"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema, err := cue.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, _, err := compiler.Compile(schema, compiler.Options{Env: env, TrustFlag: &trusted})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := exampletest.Manifest(t, filepath.Join(root, "testdata", "example"), trusted)
 	return m, root
 }
 

@@ -9,12 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/facets-dev/facets/compiler"
-	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/herdr"
+	"github.com/facets-dev/facets/internal/exampletest"
 	"github.com/facets-dev/facets/internal/herdrtest"
 	"github.com/facets-dev/facets/manifest"
-	"github.com/facets-dev/facets/profiles"
 	"github.com/facets-dev/facets/runtime/channel"
 )
 
@@ -32,29 +30,7 @@ func exampleManifest(tb testing.TB) *manifest.Manifest {
 	if compiledExample != nil {
 		return compiledExample
 	}
-	example, err := filepath.Abs("../../testdata/example")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	getenv := func(k string) string {
-		if k == "PI_CODING_AGENT_DIR" {
-			return filepath.Join(example, "agent")
-		}
-		return ""
-	}
-	env, err := profiles.NewEnv(getenv, tb.TempDir(), filepath.Join(example, "project", "service"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	schema, err := cue.Load()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	trusted := true
-	m, _, err := compiler.Compile(schema, compiler.Options{Env: env, TrustFlag: &trusted})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	m := exampletest.Manifest(tb, "../../testdata/example", true)
 	compiledExample = m
 	return m
 }
@@ -113,6 +89,14 @@ type (
 	fakeState   = herdrtest.State
 )
 
+// close closes the Main's Sub of runID, failing the test if it cannot.
+func (f *fixture) close(runID string) {
+	f.tb.Helper()
+	if _, err := f.runtime().Close(context.Background(), mainID, runID, ""); err != nil {
+		f.tb.Fatal(err)
+	}
+}
+
 func (f *fixture) control(c fakeControl) { f.SetControl(c) }
 func (f *fixture) state() fakeState      { return f.State() }
 func (f *fixture) commands() []string    { return f.Commands() }
@@ -121,6 +105,18 @@ func (f *fixture) commands() []string    { return f.Commands() }
 func (f *fixture) subTabs() []string {
 	f.tb.Helper()
 	return slices.DeleteFunc(f.TabIDs(), func(id string) bool { return id == "w1:t1" })
+}
+
+// wantNoSubs fails the test unless no Sub tab is left and no run of the Main
+// holds a slot, after what the test just did.
+func (f *fixture) wantNoSubs(after string) {
+	f.tb.Helper()
+	if tabs := f.subTabs(); len(tabs) != 0 {
+		f.tb.Errorf("tabs after %s: %v", after, tabs)
+	}
+	if got := f.openRuns(mainID); len(got) != 0 {
+		f.tb.Errorf("open runs after %s: %v", after, got)
+	}
 }
 
 // openRuns returns the ids of the Main's runs that hold a slot.
@@ -168,7 +164,7 @@ func (f *fixture) pane(runID string) fakePane {
 	f.tb.Helper()
 	for _, p := range f.state().Panes {
 		if p.Tokens["facets_run_id"] == runID {
-			return p
+			return *p
 		}
 	}
 	f.tb.Fatalf("no pane for run %s", runID)

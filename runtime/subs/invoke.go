@@ -21,13 +21,7 @@ func (rt *Runtime) Invoke(ctx context.Context, req DelegateRequest) (Delegation,
 	if req.Title != "" || req.Cwd != "" || req.ResumeSessionID != "" {
 		return Delegation{}, errors.New("invoke: the title, working directory and session come from the profile binding")
 	}
-	if req.MainSessionID == "" {
-		return Delegation{}, errors.New("Facets is not attached to an active Main session.")
-	}
-	if req.Manifest == nil {
-		return Delegation{}, errors.New("invoke: no compiled manifest")
-	}
-	p, err := findProfile(req.Manifest, req.Profile)
+	p, err := req.profile("invoke")
 	if err != nil {
 		return Delegation{}, err
 	}

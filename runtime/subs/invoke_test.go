@@ -117,6 +117,18 @@ func TestBindingsSurviveNewProcesses(t *testing.T) {
 	}
 }
 
+// wantRefusedInvoke invokes review again and fails unless the invocation is
+// refused with exactly want and no tab beyond the first Sub's was created.
+func (f *fixture) wantRefusedInvoke(task, want string) {
+	f.tb.Helper()
+	if _, err := f.invoke(mainID, "review", task); err == nil || err.Error() != want {
+		f.tb.Fatalf("invoke = %v, want %q", err, want)
+	}
+	if n := f.countCommand("tab create"); n != 1 {
+		f.tb.Errorf("tab create calls = %d, want 1", n)
+	}
+}
+
 func TestInvokeRefusesUncertainHerdr(t *testing.T) {
 	f := newFixture(t)
 	created, err := f.invoke(mainID, "review", "x")
@@ -124,13 +136,7 @@ func TestInvokeRefusesUncertainHerdr(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.control(fakeControl{AgentStatus: "bogus"})
-	_, err = f.invoke(mainID, "review", "y")
-	if err == nil || err.Error() != "Cannot verify the existing Sub is available. Close its tab before retrying; no duplicate session was created." {
-		t.Fatalf("uncertain status = %v", err)
-	}
-	if n := f.countCommand("tab create"); n != 1 {
-		t.Errorf("tab create calls = %d, want 1", n)
-	}
+	f.wantRefusedInvoke("y", "Cannot verify the existing Sub is available. Close its tab before retrying; no duplicate session was created.")
 	f.control(fakeControl{})
 
 	// The channel vanished but Herdr still shows the tab.
@@ -138,13 +144,7 @@ func TestInvokeRefusesUncertainHerdr(t *testing.T) {
 	if err := os.RemoveAll(run.ChannelDir); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.invoke(mainID, "review", "z")
-	if err == nil || err.Error() != "The existing Sub channel is missing and its tab is not confirmed closed; refusing to open the session twice." {
-		t.Fatalf("missing channel = %v", err)
-	}
-	if n := f.countCommand("tab create"); n != 1 {
-		t.Errorf("tab create calls = %d, want 1", n)
-	}
+	f.wantRefusedInvoke("z", "The existing Sub channel is missing and its tab is not confirmed closed; refusing to open the session twice.")
 }
 
 func TestInvokeRefusesMissingSessions(t *testing.T) {
@@ -154,13 +154,8 @@ func TestInvokeRefusesMissingSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Closed before the Sub recorded its session: no id to resume.
-	if _, err := f.runtime().Close(context.Background(), mainID, created.RunID, ""); err != nil {
-		t.Fatal(err)
-	}
-	_, err = f.invoke(mainID, "review", "again")
-	if err == nil || err.Error() != "The previous Sub session ID was not recorded; refusing to create a replacement session." {
-		t.Fatalf("no session id = %v", err)
-	}
+	f.close(created.RunID)
+	f.wantRefusedInvoke("again", "The previous Sub session ID was not recorded; refusing to create a replacement session.")
 
 	// Recorded, but the session file has since disappeared.
 	run, _, _ := f.runtime().Store.LoadRun(mainID, created.RunID)
@@ -177,13 +172,7 @@ func TestInvokeRefusesMissingSessions(t *testing.T) {
 	if err := f.runtime().Store.DeleteRun(mainID, created.RunID); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.invoke(mainID, "review", "again")
-	if err == nil || err.Error() != "The saved profile binding is unavailable; refusing to create a replacement session." {
-		t.Fatalf("missing run = %v", err)
-	}
-	if n := f.countCommand("tab create"); n != 1 {
-		t.Errorf("tab create calls = %d, want 1", n)
-	}
+	f.wantRefusedInvoke("again", "The saved profile binding is unavailable; refusing to create a replacement session.")
 }
 
 func TestInvokeEphemeralStartsFreshAfterClose(t *testing.T) {
@@ -192,9 +181,7 @@ func TestInvokeEphemeralStartsFreshAfterClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.runtime().Close(context.Background(), mainID, first.RunID, ""); err != nil {
-		t.Fatal(err)
-	}
+	f.close(first.RunID)
 	second, err := f.invoke(mainID, "oracle", "y")
 	if err != nil || second.Action != "created" || second.RunID == first.RunID {
 		t.Fatalf("after close = %+v %v", second, err)

@@ -35,9 +35,7 @@ func listScene(t *testing.T) (*fixture, *strings.Replacer) {
 	if err := f.sub(closed.RunID).WriteSession("0192billing", sessionFile); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.runtime().Close(context.Background(), mainID, closed.RunID, ""); err != nil {
-		t.Fatal(err)
-	}
+	f.close(closed.RunID)
 	os.Chtimes(sessionFile, modified, modified)
 	manual, err := f.invoke(mainID, "review", "Review MR 42")
 	if err != nil {

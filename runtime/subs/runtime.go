@@ -139,13 +139,7 @@ type DelegateRequest struct {
 // closed persistent Sub session. It takes one of the Main's MaxOpenSubs
 // slots; a failed launch whose tab was rolled back frees it again.
 func (rt *Runtime) Delegate(ctx context.Context, req DelegateRequest) (Delegation, error) {
-	if req.MainSessionID == "" {
-		return Delegation{}, errors.New("Facets is not attached to an active Main session.")
-	}
-	if req.Manifest == nil {
-		return Delegation{}, errors.New("delegate: no compiled manifest")
-	}
-	p, err := findProfile(req.Manifest, req.Profile)
+	p, err := req.profile("delegate")
 	if err != nil {
 		return Delegation{}, err
 	}
@@ -634,6 +628,18 @@ func processAlive(pid int) bool {
 	}
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// profile checks the parts of a request that delegate (or invoke, op) needs
+// first, the Main session and the manifest, and finds the requested profile.
+func (req DelegateRequest) profile(op string) (manifest.Profile, error) {
+	if req.MainSessionID == "" {
+		return manifest.Profile{}, errors.New("Facets is not attached to an active Main session.")
+	}
+	if req.Manifest == nil {
+		return manifest.Profile{}, fmt.Errorf("%s: no compiled manifest", op)
+	}
+	return findProfile(req.Manifest, req.Profile)
 }
 
 func findProfile(m *manifest.Manifest, name string) (manifest.Profile, error) {

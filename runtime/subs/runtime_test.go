@@ -103,14 +103,9 @@ func TestDelegateTalkTalkClose(t *testing.T) {
 	if c.Text() != "Closed Sub: Write the README" || c.Retained {
 		t.Errorf("closure = %+v", c)
 	}
-	if tabs := f.subTabs(); len(tabs) != 0 {
-		t.Errorf("tabs left after close: %v", tabs)
-	}
+	f.wantNoSubs("close")
 	if _, err := os.Stat(run.ChannelDir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("channel not removed: %v", err)
-	}
-	if got := f.openRuns(mainID); len(got) != 0 {
-		t.Errorf("open runs after close: %v", got)
 	}
 	if _, err := f.runtime().Talk(mainID, d.RunID, "late"); err == nil || !strings.Contains(err.Error(), "Unknown Sub") {
 		t.Errorf("talk after close: %v", err)
@@ -170,9 +165,7 @@ func TestResumePersistentSub(t *testing.T) {
 	if err := f.sub(d.RunID).WriteSession("0192a0b1-aaaa", sessionFile); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.runtime().Close(context.Background(), mainID, d.RunID, ""); err != nil {
-		t.Fatal(err)
-	}
+	f.close(d.RunID)
 	l, err := f.runtime().List(context.Background(), mainID, false)
 	if err != nil {
 		t.Fatal(err)
@@ -275,12 +268,7 @@ func TestCancelledLaunchRollsBack(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("delegate = %v, want context.Canceled", err)
 	}
-	if tabs := f.subTabs(); len(tabs) != 0 {
-		t.Errorf("tabs after cancelled launch: %v", tabs)
-	}
-	if got := f.openRuns(mainID); len(got) != 0 {
-		t.Errorf("open runs after cancelled launch: %v", got)
-	}
+	f.wantNoSubs("cancelled launch")
 }
 
 func TestFailedRollbackKeepsRetryableRun(t *testing.T) {
@@ -319,15 +307,8 @@ func TestFailedRollbackKeepsRetryableRun(t *testing.T) {
 	}
 	// Herdr recovers: a retried close releases tab, run and slot.
 	f.control(fakeControl{})
-	if _, err := f.runtime().Close(context.Background(), mainID, retained.RunID[:8], ""); err != nil {
-		t.Fatal(err)
-	}
-	if tabs := f.subTabs(); len(tabs) != 0 {
-		t.Errorf("tabs after retried close: %v", tabs)
-	}
-	if got := f.openRuns(mainID); len(got) != 0 {
-		t.Errorf("open runs after retried close: %v", got)
-	}
+	f.close(retained.RunID[:8])
+	f.wantNoSubs("retried close")
 }
 
 func TestFifthSubRefused(t *testing.T) {
@@ -355,9 +336,7 @@ func TestFifthSubRefused(t *testing.T) {
 	// Another Main has its own slots.
 	f.delegate("other-main", "oracle", "elsewhere")
 	// Closing one frees a slot.
-	if _, err := f.runtime().Close(context.Background(), mainID, first.RunID, ""); err != nil {
-		t.Fatal(err)
-	}
+	f.close(first.RunID)
 	f.delegate(mainID, "oracle", "fifth")
 }
 

@@ -4,6 +4,8 @@ package safefiletest
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -66,5 +68,23 @@ func Within(tb testing.TB, fn func()) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		tb.Fatal("still blocked after 10 s: the read waited on a special file")
+	}
+}
+
+// Refused checks a reader against every hostile case: each is made at a
+// file called name in a fresh directory, and read(path) must return, without
+// blocking, an error naming path.
+func Refused(t *testing.T, limit int64, name string, read func(path string) error) {
+	t.Helper()
+	for _, c := range Cases(limit) {
+		t.Run(c.Name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), name)
+			c.Make(t, path)
+			var err error
+			Within(t, func() { err = read(path) })
+			if err == nil || !strings.Contains(err.Error(), path) {
+				t.Errorf("read: %v, want an error naming %s", err, path)
+			}
+		})
 	}
 }
