@@ -146,14 +146,7 @@ func (s *pickySession) submit(d Delivery) error {
 // 1 is a legitimate delivery, not a regression.
 func TestReceiverRetriesReleasedMessageBelowInFlight(t *testing.T) {
 	c := newTestChannel(t)
-	var sent []Message
-	for _, s := range []string{"one", "two"} {
-		m, err := c.Send(ToMain, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sent = append(sent, m)
-	}
+	sent := []Message{mustSend(t, c, ToMain, "one"), mustSend(t, c, ToMain, "two")}
 	sess := &session{receipts: NewMemoryReceipts()} // receipts come later
 	var reports []Problem
 	rx := NewReceiver(ToMain, sess.receipts, sess.submit, func(p Problem) { reports = append(reports, p) })
@@ -180,14 +173,7 @@ func TestReceiverRetriesReleasedMessageBelowInFlight(t *testing.T) {
 // receipt log. A new file reusing sequence 1 or 2 afterwards is refused.
 func TestReceiverRetriesReleasedMessageBelowDelivered(t *testing.T) {
 	c := newTestChannel(t)
-	var sent []Message
-	for _, s := range []string{"one", "two"} {
-		m, err := c.Send(ToMain, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sent = append(sent, m)
-	}
+	sent := []Message{mustSend(t, c, ToMain, "one"), mustSend(t, c, ToMain, "two")}
 	log := filepath.Join(t.TempDir(), "receipts.jsonl")
 	store, err := OpenFileReceipts(log)
 	if err != nil {
@@ -211,13 +197,7 @@ func TestReceiverRetriesReleasedMessageBelowDelivered(t *testing.T) {
 	}
 
 	// The same, with the receiver restarted between the two deliveries.
-	for _, s := range []string{"three", "four"} {
-		m, err := c.Send(ToMain, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sent = append(sent, m)
-	}
+	sent = append(sent, mustSend(t, c, ToMain, "three"), mustSend(t, c, ToMain, "four"))
 	sess = &pickySession{receipts: store, refuse: map[string]bool{"three": true}}
 	rx = NewReceiver(ToMain, store, sess.submit, report)
 	if res := rx.Scan(c); res.Submitted != 2 || res.Acknowledged != 1 {
@@ -333,14 +313,7 @@ func (s *flakyReceipts) Has(r Receipt) (bool, error) {
 // it, so the earlier one is still delivered once the store recovers.
 func TestReceiverKeepsMarkWhileBelowUnknown(t *testing.T) {
 	c := newTestChannel(t)
-	var sent []Message
-	for _, s := range []string{"one", "two"} {
-		m, err := c.Send(ToMain, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sent = append(sent, m)
-	}
+	sent := []Message{mustSend(t, c, ToMain, "one"), mustSend(t, c, ToMain, "two")}
 	store := &flakyReceipts{MemoryReceipts: NewMemoryReceipts()}
 	sess := &session{receipts: store}
 	rx := NewReceiver(ToMain, store, sess.submit, nil)
