@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/diag"
 	"github.com/facets-dev/facets/internal/safefile"
 )
 
@@ -24,15 +25,15 @@ const ManifestVersion = 1
 // sections and the digests of every source. It carries everything the
 // runtime needs, so later edits to the sources never change a compiled run.
 type Manifest struct {
-	Version     int           `json:"version"`
-	Cwd         string        `json:"cwd"`
-	AgentDir    string        `json:"agentDir"`
-	Trust       Trust         `json:"trust"`
-	Profiles    []Profile     `json:"profiles"`
-	Roles       []Role        `json:"roles"`
-	Main        []MainSection `json:"main"`
-	Sources     []Source      `json:"sources"`
-	Diagnostics []Diagnostic  `json:"diagnostics"`
+	Version     int               `json:"version"`
+	Cwd         string            `json:"cwd"`
+	AgentDir    string            `json:"agentDir"`
+	Trust       Trust             `json:"trust"`
+	Profiles    []Profile         `json:"profiles"`
+	Roles       []Role            `json:"roles"`
+	Main        []MainSection     `json:"main"`
+	Sources     []Source          `json:"sources"`
+	Diagnostics []diag.Diagnostic `json:"diagnostics"`
 }
 
 // Trust records whether project scopes were loaded and why.

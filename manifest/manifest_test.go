@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/facets-dev/facets/diag"
 )
 
 func sample() *Manifest {
@@ -23,7 +25,7 @@ func sample() *Manifest {
 		Roles:       []Role{},
 		Main:        []MainSection{},
 		Sources:     []Source{{Path: "/home/u/.pi/agent/facets/profiles/reviewer/config.json", SHA256: Digest([]byte("{}"))}},
-		Diagnostics: []Diagnostic{},
+		Diagnostics: []diag.Diagnostic{},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/facets-dev/facets/diag"
 	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/runtime/launch"
 	"github.com/facets-dev/facets/runtime/subs"
@@ -87,7 +88,7 @@ type Notice struct {
 
 // MainPlan builds the plan of a Main Pi from a compiled manifest and its
 // diagnostics; profile is the --profile value (empty: none).
-func MainPlan(m *manifest.Manifest, ds []manifest.Diagnostic, profile string) Plan {
+func MainPlan(m *manifest.Manifest, ds []diag.Diagnostic, profile string) Plan {
 	p := Plan{Role: "main", Sections: map[string]string{
 		SectionProfiles: catalog(m.Profiles),
 		SectionMain:     mainContext(m.Main),
@@ -232,7 +233,7 @@ func mainContext(ms []manifest.MainSection) string {
 }
 
 // listing renders the /profiles report.
-func listing(ps []manifest.Profile, ds []manifest.Diagnostic) Notice {
+func listing(ps []manifest.Profile, ds []diag.Diagnostic) Notice {
 	var lines []string
 	for _, p := range ps {
 		lines = append(lines, p.Summary())
@@ -253,7 +254,7 @@ func listing(ps []manifest.Profile, ds []manifest.Diagnostic) Notice {
 	return n
 }
 
-func diagLine(d manifest.Diagnostic) string {
+func diagLine(d diag.Diagnostic) string {
 	switch {
 	case d.File == "":
 		return d.Message
@@ -266,11 +267,11 @@ func diagLine(d manifest.Diagnostic) string {
 // unknownProfile explains why --profile name is not in the catalog. A
 // profile that exists but did not compile is invalid, not unknown: its own
 // diagnostics come first, so the user sees what to fix.
-func unknownProfile(name string, ps []manifest.Profile, ds []manifest.Diagnostic) string {
+func unknownProfile(name string, ps []manifest.Profile, ds []diag.Diagnostic) string {
 	var own, bad []string
 	for _, d := range ds {
 		switch {
-		case d.Severity != manifest.Error:
+		case d.Severity != diag.Error:
 		case d.Subject == name:
 			own = append(own, diagLine(d))
 		default:

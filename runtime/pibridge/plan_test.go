@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/facets-dev/facets/diag"
 	"github.com/facets-dev/facets/manifest"
 )
 
@@ -64,17 +65,17 @@ func TestMainPlanErrors(t *testing.T) {
 		profile("bad-model", "global", "", true, manifest.Launch{Model: "claude", Tools: []string{"read"}}),
 		profile("ok", "global", "", true, manifest.Launch{Tools: []string{"read"}}),
 	}}
-	ds := []manifest.Diagnostic{{Severity: manifest.Error, File: "/g/broken/config.json", Message: "tools must be a non-empty string array"}}
+	ds := []diag.Diagnostic{{Severity: diag.Error, File: "/g/broken/config.json", Message: "tools must be a non-empty string array"}}
 	// broken2 did not compile: it is invalid, not unknown, and its own
 	// diagnostics come first; warnings and other profiles' errors do not.
-	ds2 := append([]manifest.Diagnostic{
-		{Severity: manifest.Warning, File: "/g/x.json", Message: "a warning", Subject: "broken2"},
-		{Severity: manifest.Error, File: "/g/broken2/config.json", Line: 3, Column: 5, Message: `unknown field "tols"`, Subject: "broken2"},
-		{Severity: manifest.Error, File: "/g/broken2/instructions.md", Message: "instructions.md is empty", Subject: "broken2"},
+	ds2 := append([]diag.Diagnostic{
+		{Severity: diag.Warning, File: "/g/x.json", Message: "a warning", Subject: "broken2"},
+		{Severity: diag.Error, File: "/g/broken2/config.json", Line: 3, Column: 5, Message: `unknown field "tols"`, Subject: "broken2"},
+		{Severity: diag.Error, File: "/g/broken2/instructions.md", Message: "instructions.md is empty", Subject: "broken2"},
 	}, ds...)
 	for _, tc := range []struct {
 		name string
-		ds   []manifest.Diagnostic
+		ds   []diag.Diagnostic
 		want string
 	}{
 		{"nope", ds, "Unknown Facets profile 'nope'. Available: bad-model, ok. Invalid profiles: /g/broken/config.json: tools must be a non-empty string array"},
