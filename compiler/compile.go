@@ -9,9 +9,9 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/parallel"
 	"github.com/facets-dev/facets/internal/safefile"
 	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
@@ -76,7 +76,7 @@ type candidate struct {
 func Compile(schema *cue.Schema, opts Options) (*manifest.Manifest, []Diagnostic, error) {
 	env := opts.Env
 	c := &compilation{validator: validator{schema: schema}, workers: opts.Workers, env: env, sources: map[string]string{},
-		diagnosticsOnly: opts.DiagnosticsOnly}
+		diagnosticsOnly: opts.DiagnosticsOnly, realPaths: &profiles.RealPaths{}}
 	trust, err := profiles.DecideTrust(env, opts.TrustFlag)
 	if err != nil {
 		// Without a readable decision the project stays untrusted, the safe
@@ -164,6 +164,8 @@ type compilation struct {
 	env             profiles.Env
 	sources         map[string]string
 	diagnosticsOnly bool
+	// realPaths is shared by the parallel per-profile resolutions.
+	realPaths *profiles.RealPaths
 }
 
 // validator checks documents against one schema and collects diagnostics;
@@ -285,7 +287,7 @@ func (c *compilation) profiles(trusted bool) []manifest.Profile {
 	}
 	done := make([]resolved, len(names))
 	forEachParallel(nil, len(names), c.workers, func(_ *cue.Schema, i int) {
-		local := &compilation{env: c.env, sources: map[string]string{}, diagnosticsOnly: c.diagnosticsOnly}
+		local := &compilation{env: c.env, sources: map[string]string{}, diagnosticsOnly: c.diagnosticsOnly, realPaths: c.realPaths}
 		p, ok := local.resolve(effective[names[i]], trusted, shadowed[names[i]])
 		done[i] = resolved{p, ok, local.diags, local.sources}
 	})
@@ -355,22 +357,7 @@ func forEachParallel(first *cue.Schema, n, limit int, fn func(s *cue.Schema, i i
 		}
 		schemas = append(schemas, s)
 	}
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for _, s := range schemas {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				fn(s, i)
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	parallel.For(n, len(schemas), func(w, i int) { fn(schemas[w], i) })
 }
 
 // validateEntry checks one entry's files and config against the schema and
@@ -490,7 +477,7 @@ func (c *compilation) resolve(cand *candidate, trusted bool, overrides []string)
 	ok := true
 	var skills []string
 	if e.Form == profiles.Directory {
-		private, probs := profiles.PrivateSkills(e.Dir, e.Name)
+		private, probs := profiles.PrivateSkills(e.Dir, e.Name, c.realPaths)
 		c.diags = append(c.diags, probs...)
 		ok = len(probs) == 0
 		skills = append(skills, private...)

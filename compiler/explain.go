@@ -202,7 +202,7 @@ func skillOrigins(p manifest.Profile, env profiles.Env, trusted bool) []SkillOri
 	dir := filepath.Dir(p.SourcePath)
 	var out []SkillOrigin
 	if p.Form == string(profiles.Directory) {
-		private, _ := profiles.PrivateSkills(dir, p.Name)
+		private, _ := profiles.PrivateSkills(dir, p.Name, nil)
 		for _, s := range private {
 			out = append(out, SkillOrigin{Origin: "private", Path: s})
 		}

@@ -2,8 +2,8 @@ package profiles
 
 import (
 	"runtime"
-	"sync"
-	"sync/atomic"
+
+	"github.com/facets-dev/facets/internal/parallel"
 )
 
 // forEach calls fn for every index below n on up to GOMAXPROCS goroutines.
@@ -11,26 +11,5 @@ import (
 // which every core can make at once; a short list is not worth a goroutine.
 func forEach(n int, fn func(i int)) {
 	workers := min(runtime.GOMAXPROCS(0), 8, (n+15)/16)
-	if workers <= 1 {
-		for i := range n {
-			fn(i)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				fn(i)
-			}
-		}()
-	}
-	wg.Wait()
+	parallel.For(n, workers, func(_, i int) { fn(i) })
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/facets-dev/facets/diag"
@@ -27,11 +28,12 @@ const (
 // once, which also stops symlink loops. Paths are returned depth-first in
 // sorted order. The walk never enters /proc, /sys or /dev and stops, with
 // one problem, beyond MaxSkillDepth levels or MaxSkillEntries entries.
-func PrivateSkills(profileDir, subject string) ([]string, []diag.Diagnostic) {
-	return privateSkills(profileDir, subject, MaxSkillDepth, MaxSkillEntries)
+// real resolves the profile directory's symlinks; nil resolves afresh.
+func PrivateSkills(profileDir, subject string, real *RealPaths) ([]string, []diag.Diagnostic) {
+	return privateSkills(profileDir, subject, real, MaxSkillDepth, MaxSkillEntries)
 }
 
-func privateSkills(profileDir, subject string, maxDepth, maxEntries int) ([]string, []diag.Diagnostic) {
+func privateSkills(profileDir, subject string, real *RealPaths, maxDepth, maxEntries int) ([]string, []diag.Diagnostic) {
 	root := filepath.Join(profileDir, "skills")
 	var skills []string
 	var probs []diag.Diagnostic
@@ -118,7 +120,20 @@ func privateSkills(profileDir, subject string, maxDepth, maxEntries int) ([]stri
 			}
 		}
 	}
-	fi, err := os.Stat(root)
+	// Lstat first: only a symlinked skills/ needs its own resolution; a
+	// plain one lies in the profile directory, whose ancestors real has
+	// usually resolved already for a sibling profile.
+	fi, err := os.Lstat(root)
+	var resolved string
+	if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		fi, err = os.Stat(root)
+		resolved = resolve(root)
+	} else if err == nil {
+		if real == nil {
+			real = &RealPaths{}
+		}
+		resolved = filepath.Join(real.Real(profileDir), "skills")
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -127,8 +142,47 @@ func privateSkills(profileDir, subject string, maxDepth, maxEntries int) ([]stri
 			Message: fmt.Sprintf("cannot resolve skills directory: %v", unwrapPath(err)),
 			Hint:    "remove the broken symlink or fix its target"}}
 	}
-	visit(root, resolve(root), fi, true)
+	visit(root, resolved, fi, true)
 	return skills, probs
+}
+
+// RealPaths resolves symlinks in absolute paths and remembers every
+// directory it resolved, so that the profiles of one scope share the
+// lstat calls of their common ancestors. It is safe for concurrent use;
+// the zero value is ready.
+type RealPaths struct {
+	mu   sync.Mutex
+	real map[string]string
+}
+
+// Real returns p with symlinks resolved, or p itself if that fails, as
+// filepath.EvalSymlinks would, but costs one lstat per path component not
+// seen before.
+func (r *RealPaths) Real(p string) string {
+	p = filepath.Clean(p)
+	if !filepath.IsAbs(p) {
+		return resolve(p)
+	}
+	r.mu.Lock()
+	got, ok := r.real[p]
+	r.mu.Unlock()
+	if ok {
+		return got
+	}
+	if parent := filepath.Dir(p); parent == p {
+		got = p
+	} else if fi, err := os.Lstat(p); err != nil || fi.Mode()&fs.ModeSymlink != 0 {
+		got = resolve(p)
+	} else {
+		got = filepath.Join(r.Real(parent), filepath.Base(p))
+	}
+	r.mu.Lock()
+	if r.real == nil {
+		r.real = map[string]string{}
+	}
+	r.real[p] = got
+	r.mu.Unlock()
+	return got
 }
 
 // resolve returns p with symlinks resolved, or p itself if that fails.

@@ -50,7 +50,7 @@ func TestPrivateSkillsWalkIsBounded(t *testing.T) {
 			dir := t.TempDir()
 			tc.setup(t, filepath.Join(dir, "skills"))
 			var probs []diag.Diagnostic
-			safefiletest.Within(t, func() { _, probs = privateSkills(dir, "p", MaxSkillDepth, testEntries) })
+			safefiletest.Within(t, func() { _, probs = privateSkills(dir, "p", nil, MaxSkillDepth, testEntries) })
 			if len(probs) != 1 || probs[0].Code != "skills-walk-stopped" || !strings.Contains(probs[0].Message, tc.want) {
 				t.Fatalf("problems = %+v, want one skills-walk-stopped mentioning %q", probs, tc.want)
 			}
@@ -67,8 +67,57 @@ func TestPrivateSkillsWithinBounds(t *testing.T) {
 	}
 	os.MkdirAll(deep, 0o755)
 	os.WriteFile(filepath.Join(deep, "SKILL.md"), []byte("x"), 0o644)
-	skills, probs := PrivateSkills(dir, "p")
+	skills, probs := PrivateSkills(dir, "p", nil)
 	if len(probs) != 0 || len(skills) != 1 {
 		t.Fatalf("skills %v, problems %+v", skills, probs)
+	}
+}
+
+// TestRealPathsMatchesEvalSymlinks: the cached resolution gives what
+// filepath.EvalSymlinks gives, for symlinked ancestors, symlinked leaves,
+// chains, relative links, missing paths and the root, asked in an order
+// that makes later paths hit the cache.
+func TestRealPathsMatchesEvalSymlinks(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(p string) {
+		if err := os.MkdirAll(filepath.Join(base, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ln := func(target, name string) {
+		if err := os.Symlink(target, filepath.Join(base, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("real/profiles/a/skills")
+	mk("real/profiles/b")
+	mk("other/skills")
+	ln(filepath.Join(base, "real"), "abs")                  // absolute link to a directory
+	ln("real/profiles", "rel")                              // relative link
+	ln("abs", "chain")                                      // link to a link
+	ln(filepath.Join(base, "other"), "real/profiles/b/dir") // link below a plain directory
+	var r RealPaths
+	for _, p := range []string{
+		"abs/profiles/a/skills", "abs/profiles/a", "abs/profiles/b/dir/skills",
+		"rel/a/skills", "chain/profiles/a/skills", "real/profiles/a/skills",
+		"real/profiles/b/dir", "missing/x", "abs/missing", "rel/../rel/a",
+	} {
+		full := filepath.Join(base, p)
+		want, err := filepath.EvalSymlinks(full)
+		if err != nil {
+			want = full
+		}
+		if got := r.Real(full); got != want {
+			t.Errorf("Real(%s) = %s, want %s", p, got, want)
+		}
+		if got := r.Real(full); got != want { // now from the cache
+			t.Errorf("Real(%s) again = %s, want %s", p, got, want)
+		}
+	}
+	if got := r.Real("/"); got != "/" {
+		t.Errorf("Real(/) = %s", got)
 	}
 }
