@@ -118,13 +118,15 @@ func retry(call func() (int, error)) (int, error) {
 	}
 }
 
-// readAll reads to the end, but never more than limit+1 bytes, so a caller
-// sees that a file over the limit is over it without reading all of it.
-// size (from fstat) sizes the buffer: usually one read fills it and a
-// second finds the end.
+// readAll reads the size bytes fstat reported, or to the end when it
+// reported none (as procfs files do), but never more than limit+1 bytes,
+// so a caller sees that a file over the limit is over it without reading
+// all of it. Stopping at size spares each file a second read that only
+// finds the end; what the file held when it was stat'ed is also what a
+// reader racing a writer may get anyway.
 func readAll(fd int, size, limit int64) ([]byte, error) {
 	buf := make([]byte, 0, max(0, min(size, limit))+1)
-	for int64(len(buf)) <= limit {
+	for int64(len(buf)) <= limit && (size <= 0 || int64(len(buf)) < size) {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
 		}

@@ -91,3 +91,21 @@ func TestReadPrivate(t *testing.T) {
 		}
 	}
 }
+
+// TestReadFileWithoutStatSize: a regular file whose stat size is 0 but
+// which has content (procfs) is read to its end, not taken as empty; its
+// limit still holds.
+func TestReadFileWithoutStatSize(t *testing.T) {
+	const path = "/proc/self/status"
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 {
+		t.Skipf("needs Linux procfs (%s: %v)", path, err)
+	}
+	b, err := safefile.ReadFile(path, 1<<20)
+	if err != nil || !strings.HasPrefix(string(b), "Name:") || !strings.Contains(string(b), "\nPid:") {
+		t.Errorf("ReadFile(%s) = %q, %v; want the whole status", path, b, err)
+	}
+	if _, err := safefile.ReadFile(path, 16); !errors.As(err, new(*safefile.TooLargeError)) {
+		t.Errorf("ReadFile(%s, 16) = %v, want a TooLargeError", path, err)
+	}
+}
