@@ -194,4 +194,31 @@ func TestDiagnosticsOnlyReportsTheSame(t *testing.T) {
 	if !has(full) || has(short) {
 		t.Errorf("skill digest in sources: compile %v, check %v; want true, false", has(full), has(short))
 	}
+	// check hashes nothing: no sources, no profile or role digests.
+	if len(short.Sources) != 0 || len(full.Sources) == 0 {
+		t.Errorf("sources: compile %d, check %d; want some, none", len(full.Sources), len(short.Sources))
+	}
+	if len(short.Roles) == 0 || len(short.Roles) != len(full.Roles) {
+		t.Fatalf("roles: compile %d, check %d; want the same, more than none", len(full.Roles), len(short.Roles))
+	}
+	for i := range short.Profiles {
+		if short.Profiles[i].SourceSHA256 != "" || short.Profiles[i].Launch.InstructionsSHA256 != "" || full.Profiles[i].SourceSHA256 == "" {
+			t.Errorf("profile %s digests: compile %q, check %q/%q", full.Profiles[i].Name, full.Profiles[i].SourceSHA256,
+				short.Profiles[i].SourceSHA256, short.Profiles[i].Launch.InstructionsSHA256)
+		}
+	}
+	for i := range short.Roles {
+		if short.Roles[i].SHA256 != "" || full.Roles[i].SHA256 != manifest.Digest(mustRead(t, full.Roles[i].Path)) {
+			t.Errorf("role %s digest: compile %q, check %q", full.Roles[i].Name, full.Roles[i].SHA256, short.Roles[i].SHA256)
+		}
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

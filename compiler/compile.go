@@ -31,8 +31,8 @@ type Options struct {
 	RolePacks []string
 	// Workers bounds parallel schema validation; zero means GOMAXPROCS.
 	Workers int
-	// DiagnosticsOnly skips reading resolved skill files, which only fills
-	// the manifest's source digests and never yields a diagnostic: for
+	// DiagnosticsOnly leaves out the manifest's digests (no resolved skill
+	// file is read, no source hashed), which never yield a diagnostic: for
 	// check, which prints diagnostics and discards the manifest.
 	DiagnosticsOnly bool
 }
@@ -119,6 +119,7 @@ func Compile(schema *cue.Schema, opts Options) (*manifest.Manifest, []Diagnostic
 		roles, roleDiags, roleSources = compileRoles(s, RoleInput{
 			BundledDir: opts.BundledRoles, Packs: opts.RolePacks,
 			AgentDir: env.AgentDir, Cwd: env.Cwd, Trusted: trust.Trusted, Workers: opts.Workers,
+			NoDigests: opts.DiagnosticsOnly,
 		})
 	}
 	roleSchema, err := cue.Load()
@@ -224,10 +225,10 @@ func (c *compilation) profiles(trusted bool) []manifest.Profile {
 	for _, sp := range scopes {
 		c.diags = append(c.diags, sp.Problems...)
 		for _, e := range sp.Entries {
-			if e.Config != nil {
+			if e.Config != nil && !c.diagnosticsOnly {
 				c.sources[e.ConfigPath] = manifest.Digest(e.Config)
 			}
-			if e.Instructions != nil {
+			if e.Instructions != nil && !c.diagnosticsOnly {
 				c.sources[e.Instructions.Path] = manifest.Digest(e.Instructions.Content)
 			}
 			ce := checked[i]
@@ -291,7 +292,7 @@ func (c *compilation) profiles(trusted bool) []manifest.Profile {
 		p, ok := local.resolve(effective[names[i]], trusted, shadowed[names[i]])
 		done[i] = resolved{p, ok, local.diags, local.sources}
 	})
-	var out []manifest.Profile
+	out := make([]manifest.Profile, 0, len(done))
 	for _, r := range done {
 		c.diags = append(c.diags, r.diags...)
 		for path, d := range r.sources {
@@ -470,7 +471,7 @@ func (c *compilation) resolve(cand *candidate, trusted bool, overrides []string)
 		launch.Instructions = cfg.Instructions
 		launch.InstructionsSource = e.ConfigPath
 	}
-	if launch.Instructions != "" {
+	if launch.Instructions != "" && !c.diagnosticsOnly {
 		launch.InstructionsSHA256 = manifest.Digest([]byte(launch.Instructions))
 	}
 
@@ -497,17 +498,20 @@ func (c *compilation) resolve(cand *candidate, trusted bool, overrides []string)
 			c.readSource(s)
 		}
 	}
-	return manifest.Profile{
+	p := manifest.Profile{
 		Name:           e.Name,
 		Description:    cfg.Description,
 		Scope:          string(e.Scope),
 		Form:           string(e.Form),
 		SourcePath:     e.ConfigPath,
-		SourceSHA256:   manifest.Digest(e.Config),
 		AgentInvokable: launch.Invocation != "manual",
 		Overrides:      overrides,
 		Launch:         launch,
-	}, true
+	}
+	if !c.diagnosticsOnly {
+		p.SourceSHA256 = manifest.Digest(e.Config)
+	}
+	return p, true
 }
 
 // resolveSkills resolves a profile's explicit skills entries and reports
@@ -547,8 +551,11 @@ func (c *compilation) mainSections(trusted bool) []manifest.MainSection {
 	c.diags = append(c.diags, probs...)
 	var out []manifest.MainSection
 	for _, f := range files {
-		d := manifest.Digest(f.Raw)
-		c.sources[f.Path] = d
+		var d string
+		if !c.diagnosticsOnly {
+			d = manifest.Digest(f.Raw)
+			c.sources[f.Path] = d
+		}
 		out = append(out, manifest.MainSection{Path: f.Path, Scope: string(f.Scope), SHA256: d, Content: f.Content})
 	}
 	return out

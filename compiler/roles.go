@@ -21,6 +21,7 @@ type RoleInput struct {
 	Cwd        string   // project roles live in <Cwd>/.pi/agents
 	Trusted    bool     // an untrusted project contributes no roles
 	Workers    int      // bounds parallel validation; zero means GOMAXPROCS
+	NoDigests  bool     // leave SHA256 and the sources empty (check discards them)
 }
 
 // roleKeys are the frontmatter keys of #Role, in the order checked against
@@ -109,18 +110,25 @@ func compileRoles(schema *cue.Schema, in RoleInput) (roles []manifest.Role, diag
 	diags = append(diags, problems...)
 	defs := make([]roleDef, len(found.Files))
 	fileDiags := make([][]Diagnostic, len(found.Files))
+	digests := make([]string, len(found.Files))
 	forEachParallel(schema, len(found.Files), in.Workers, func(s *cue.Schema, i int) {
 		p := roleParser{schema: s}
 		defs[i], fileDiags[i] = p.parse(found.Files[i])
+		if f := found.Files[i]; f.Data != nil && !in.NoDigests {
+			digests[i] = manifest.Digest(f.Data)
+			defs[i].role.SHA256 = digests[i]
+		}
 	})
 	for i, f := range found.Files {
-		if f.Data != nil {
-			sources = append(sources, manifest.Source{Path: f.Path, SHA256: manifest.Digest(f.Data)})
+		if digests[i] != "" {
+			sources = append(sources, manifest.Source{Path: f.Path, SHA256: digests[i]})
 		}
 		diags = append(diags, fileDiags[i]...)
 	}
 	for _, pkg := range found.Packages {
-		sources = append(sources, manifest.Source{Path: pkg.Path, SHA256: manifest.Digest(pkg.Data)})
+		if !in.NoDigests {
+			sources = append(sources, manifest.Source{Path: pkg.Path, SHA256: manifest.Digest(pkg.Data)})
+		}
 	}
 	roles, layerDiags := layerRoles(defs)
 	diags = append(diags, layerDiags...)
@@ -419,7 +427,7 @@ func buildRole(f profiles.RoleFile, name string, fields map[string]any, body str
 		skills = str("skill") // the singular is read only when skills is absent
 	}
 	r := manifest.Role{
-		Name: name, Layer: f.Layer, Path: f.Path, SHA256: manifest.Digest(f.Data),
+		Name: name, Layer: f.Layer, Path: f.Path, // SHA256: set by compileRoles
 		Provider: f.Provider, ProviderVersion: f.ProviderVersion,
 		Description: str("description"), Model: str("model"), Thinking: str("thinking"),
 		Tools: commaList(str("tools")), DenyTools: commaList(str("deny-tools")), Skills: commaList(skills),
