@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -76,11 +77,20 @@ func privateSkills(profileDir, subject string, real *RealPaths, maxDepth, maxEnt
 				"flatten the skills directory or list deep skills explicitly in \"skills\"")
 			return
 		}
-		if fi, err := os.Stat(filepath.Join(dir, "SKILL.md")); err == nil && fi.Mode().IsRegular() {
-			skills = append(skills, filepath.Join(dir, "SKILL.md"))
+		skill := filepath.Join(dir, "SKILL.md")
+		isSkill := func() bool { fi, err := os.Stat(skill); return err == nil && fi.Mode().IsRegular() }
+		// skills/ itself is rarely a skill and is listed anyway, so its
+		// listing, not a stat, says whether a SKILL.md is there; below it,
+		// one stat spares listing a skill's own files.
+		if !isRoot && isSkill() {
+			skills = append(skills, skill)
 			return
 		}
 		des, err := os.ReadDir(dir)
+		if isRoot && err == nil && slices.ContainsFunc(des, func(de fs.DirEntry) bool { return de.Name() == "SKILL.md" }) && isSkill() {
+			skills = append(skills, skill)
+			return
+		}
 		if err != nil {
 			probs = append(probs, diag.Diagnostic{Severity: diag.Error, File: dir, Code: "unreadable-skills", Subject: subject,
 				Message: fmt.Sprintf("cannot read skills directory: %v", unwrapPath(err)),
