@@ -398,10 +398,7 @@ func (q *scanQueue) mark(dir string) {
 	q.mu.Lock()
 	q.pending[dir] = true
 	q.mu.Unlock()
-	select {
-	case q.kick <- struct{}{}:
-	default:
-	}
+	q.wake()
 }
 
 // flush asks for done to be closed once everything marked so far has been
@@ -410,6 +407,11 @@ func (q *scanQueue) flush(done chan struct{}) {
 	q.mu.Lock()
 	q.waiters = append(q.waiters, done)
 	q.mu.Unlock()
+	q.wake()
+}
+
+// wake tells the scanner there is work; a kick already pending covers it.
+func (q *scanQueue) wake() {
 	select {
 	case q.kick <- struct{}{}:
 	default:
