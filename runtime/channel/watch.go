@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -430,12 +431,8 @@ func (q *scanQueue) takeWaiters() []chan struct{} {
 func (q *scanQueue) take() []string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	dirs := make([]string, 0, len(q.pending))
-	for dir := range q.pending {
-		dirs = append(dirs, dir)
-	}
+	dirs := slices.Sorted(maps.Keys(q.pending))
 	clear(q.pending)
-	sort.Strings(dirs)
 	return dirs
 }
 
