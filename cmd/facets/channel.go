@@ -210,10 +210,7 @@ between printing and recording may print it once more (at least once).`,
 			defer done()
 			p := &printer{out: json.NewEncoder(a.stdout), errw: a.stderr, receipts: store}
 			channel.NewReceiver(d, store, p.submit, p.report).Scan(c)
-			if p.problems > 0 {
-				return errDiagnostics
-			}
-			return nil
+			return diagnosed(p.problems > 0)
 		},
 	}
 	f.register(a, cmd)
@@ -284,10 +281,7 @@ func newChannelInspectCmd(a *app) *cobra.Command {
 			if err := enc.Encode(r); err != nil {
 				return err
 			}
-			if len(r.Problems) > 0 {
-				return errDiagnostics
-			}
-			return nil
+			return diagnosed(len(r.Problems) > 0)
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", a.getenv(envvar.Channel), "channel directory (default $"+envvar.Channel+")")
