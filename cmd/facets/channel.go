@@ -89,11 +89,9 @@ func newChannelSendCmd(a *app) *cobra.Command {
 			}
 			defer c.Close()
 			if !cmd.Flags().Changed("text") {
-				data, err := io.ReadAll(io.LimitReader(a.stdin, channel.MaxMessageBytes+1))
-				if err != nil {
-					return fmt.Errorf("read message from stdin: %w", err)
+				if text, err = a.stdinMessage(); err != nil {
+					return err
 				}
-				text = string(data)
 			}
 			m, err := c.Send(d, text)
 			if err != nil {
@@ -105,6 +103,17 @@ func newChannelSendCmd(a *app) *cobra.Command {
 	f.register(a, cmd)
 	cmd.Flags().StringVar(&text, "text", "", "message text (default: read stdin)")
 	return cmd
+}
+
+// stdinMessage reads the message of send or talk from stdin when no flag
+// gives it. One byte past the limit is read so that Send refuses an
+// oversized message instead of sending it cut short.
+func (a *app) stdinMessage() (string, error) {
+	data, err := io.ReadAll(io.LimitReader(a.stdin, channel.MaxMessageBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("read message from stdin: %w", err)
+	}
+	return string(data), nil
 }
 
 // deliveryLine is one JSON line of recv/watch output.

@@ -391,11 +391,10 @@ prefix). Queuing is not acceptance; the Sub acknowledges it later.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return rf.mainOp(a, func(rt *subs.Runtime) (textResult, error) {
 				if !cmd.Flags().Changed("message") {
-					data, err := io.ReadAll(io.LimitReader(a.stdin, channel.MaxMessageBytes+1))
-					if err != nil {
-						return nil, usageError{fmt.Errorf("read message from stdin: %w", err)}
+					var err error
+					if message, err = a.stdinMessage(); err != nil {
+						return nil, usageError{err}
 					}
-					message = string(data)
 				}
 				return rt.Talk(rf.mainSession, runID, message)
 			})
