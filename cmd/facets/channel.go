@@ -6,10 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -243,7 +240,7 @@ func newChannelWatchCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer done()
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signalContext(cmd)
 			defer stop()
 			if timeout > 0 {
 				var cancel context.CancelFunc

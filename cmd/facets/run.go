@@ -193,7 +193,7 @@ func (f *runFlags) launch(a *app, cmd *cobra.Command, mf *manifestFlags, profile
 }
 
 // signalContext cancels on SIGINT/SIGTERM so an interrupted launch still
-// rolls its tab back.
+// rolls its tab back and an interrupted channel watch closes its watcher.
 func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	ctx := cmd.Context()
 	if ctx == nil {
