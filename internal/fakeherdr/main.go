@@ -425,11 +425,9 @@ func tabCreate(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cli
 			case "--label":
 				label = v
 			case "--env":
-				k, val, cerr := keyValue(v, "env", "KEY", "key")
-				if cerr != nil {
+				if cerr := putKeyValue(env, v, "env", "KEY", "key"); cerr != nil {
 					return nil, cerr
 				}
-				env[k] = val
 			}
 			i++
 		case "--focus":
@@ -601,17 +599,19 @@ func paneGet(args []string, st *fakectl.State) (any, *cliError) {
 	}{"pane_info", infoOfPane(st, p)}, nil
 }
 
-// keyValue splits the KEY=VALUE of a repeated option, with herdr's usage
-// errors: flag names the option, form and key how herdr spells the key.
-func keyValue(v, flag, form, key string) (string, string, *cliError) {
+// putKeyValue stores the KEY=VALUE of a repeated option in m, a repeated
+// key keeping its last value, with herdr's usage errors: flag names the
+// option, form and key how herdr spells the key.
+func putKeyValue(m map[string]string, v, flag, form, key string) *cliError {
 	k, val, ok := strings.Cut(v, "=")
 	if !ok {
-		return "", "", usage("%s must use %s=VALUE", flag, form)
+		return usage("%s must use %s=VALUE", flag, form)
 	}
 	if k == "" {
-		return "", "", usage("%s %s must not be empty", flag, key)
+		return usage("%s %s must not be empty", flag, key)
 	}
-	return k, val, nil
+	m[k] = val
+	return nil
 }
 
 func oneArg(args []string, what string) (string, *cliError) {
@@ -985,11 +985,9 @@ func paneReportMetadata(args []string, st *fakectl.State) (any, *cliError) {
 			case "--source":
 				source = v
 			case "--token":
-				k, val, cerr := keyValue(v, "token", "NAME", "name")
-				if cerr != nil {
+				if cerr := putKeyValue(tokens, v, "token", "NAME", "name"); cerr != nil {
 					return nil, cerr
 				}
-				tokens[k] = val
 			}
 			i++
 		default:
