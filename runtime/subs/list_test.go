@@ -37,10 +37,7 @@ func listScene(t *testing.T) (*fixture, *strings.Replacer) {
 	}
 	f.close(closed.RunID)
 	os.Chtimes(sessionFile, modified, modified)
-	manual, err := f.invoke(mainID, "review", "Review MR 42")
-	if err != nil {
-		t.Fatal(err)
-	}
+	manual := f.mustInvoke(mainID, "review", "Review MR 42")
 	f.now = f.now.Add(90 * time.Second)
 	example, _ := filepath.Abs("../../testdata/example")
 	var pairs []string
