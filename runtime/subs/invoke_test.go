@@ -138,8 +138,7 @@ func TestInvokeRefusesUncertainHerdr(t *testing.T) {
 	f.control(fakeControl{})
 
 	// The channel vanished but Herdr still shows the tab.
-	run, _, _ := f.runtime().Store.LoadRun(mainID, created.RunID)
-	if err := os.RemoveAll(run.ChannelDir); err != nil {
+	if err := os.RemoveAll(f.run(created.RunID).ChannelDir); err != nil {
 		t.Fatal(err)
 	}
 	f.wantRefusedInvoke("z", "The existing Sub channel is missing and its tab is not confirmed closed; refusing to open the session twice.")
@@ -153,7 +152,7 @@ func TestInvokeRefusesMissingSessions(t *testing.T) {
 	f.wantRefusedInvoke("again", "The previous Sub session ID was not recorded; refusing to create a replacement session.")
 
 	// Recorded, but the session file has since disappeared.
-	run, _, _ := f.runtime().Store.LoadRun(mainID, created.RunID)
+	run := f.run(created.RunID)
 	run.SubSessionID, run.SubSessionFile = "gone-session", filepath.Join(f.dir, "missing.jsonl")
 	if err := f.runtime().Store.SaveRun(run); err != nil {
 		t.Fatal(err)

@@ -115,10 +115,7 @@ func TestListKeepsSubsJustHandedWork(t *testing.T) {
 	}
 
 	// The Sub took its prompt up and finished: Herdr's sequence moved on.
-	run, _, err := f.runtime().Store.LoadRun(mainID, d.RunID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := f.run(d.RunID)
 	earlier := *run.Surface.PromptSeq - 1
 	run.Surface.PromptSeq = &earlier
 	if err := f.runtime().Store.SaveRun(run); err != nil {
