@@ -45,10 +45,7 @@ func treeEnv(tb testing.TB, root, home string) profiles.Env {
 // coldCompile loads the schema and compiles, as one facets run does.
 func coldCompile(tb testing.TB, opts Options) (*manifest.Manifest, []Diagnostic) {
 	tb.Helper()
-	schema, err := cue.Load()
-	if err != nil {
-		tb.Fatal(err)
-	}
+	schema := loadSchema(tb)
 	m, ds, err := Compile(schema, opts)
 	if err != nil {
 		tb.Fatal(err)
@@ -80,10 +77,7 @@ func BenchmarkCheck(b *testing.B) {
 // validation, skill resolution and manifest encoding.
 func BenchmarkCompile1000(b *testing.B) {
 	root := writeBenchTree(b, 1000)
-	schema, err := cue.Load()
-	if err != nil {
-		b.Fatal(err)
-	}
+	schema := loadSchema(b)
 	env := treeEnv(b, root, filepath.Join(root, "home"))
 	b.ResetTimer()
 	for b.Loop() {

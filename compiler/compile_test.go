@@ -193,10 +193,7 @@ func firstLine(s string) string {
 // TestCompileFixtures runs every testdata/compile/*.txtar case: one per
 // discovery, validation and resolution rule, including each error case.
 func TestCompileFixtures(t *testing.T) {
-	schema, err := cue.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	schema := loadSchema(t)
 	paths, err := filepath.Glob("../testdata/compile/*.txtar")
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no fixtures: %v", err)

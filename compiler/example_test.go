@@ -23,10 +23,7 @@ func TestExampleManifestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	schema, err := cue.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	schema := loadSchema(t)
 	env, err := profiles.NewEnv(func(string) string { return filepath.Join(example, "agent") },
 		filepath.Join(example, "home"), filepath.Join(example, "project", "service"))
 	if err != nil {

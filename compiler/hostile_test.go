@@ -3,7 +3,6 @@ package compiler
 import (
 	"testing"
 
-	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/internal/safefile/safefiletest"
 	"github.com/facets-dev/facets/manifest"
 )
@@ -11,10 +10,7 @@ import (
 // TestVerifyFileHostile: verify refuses a hostile manifest file the same
 // way, naming it.
 func TestVerifyFileHostile(t *testing.T) {
-	schema, err := cue.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	schema := loadSchema(t)
 	safefiletest.Refused(t, manifest.MaxManifestBytes, "manifest.json", func(path string) error {
 		_, err := VerifyFile(schema, path, Options{})
 		return err

@@ -22,10 +22,7 @@ func verifyTree(t *testing.T) (*cue.Schema, *manifest.Manifest, Options) {
 	if err := os.WriteFile(p, []byte(`{"version":1,"name":"r","tools":["read"]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	schema, err := cue.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	schema := loadSchema(t)
 	opts := Options{Env: profiles.Env{AgentDir: agent, Cwd: root, Home: filepath.Join(root, "home")}}
 	m, _, err := Compile(schema, opts)
 	if err != nil {

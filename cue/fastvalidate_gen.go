@@ -41,7 +41,7 @@ func fastProfileField(rx *fastRegexps, name string, v *fastValue) (known, ok boo
 	case "tools":
 		return true, v.kind == fastList && fastElem1(rx, v) && len(v.items) >= 1 && len(v.items) <= 128
 	case "skills":
-		return true, v.kind == fastList && fastElem2(rx, v) && len(v.items) <= 128
+		return true, v.kind == fastList && fastElem1(rx, v) && len(v.items) <= 128
 	case "instructions":
 		return true, v.kind == fastString && rx.get(1).MatchString(v.str) && utf8.RuneCountInString(v.str) <= 65536
 	}
@@ -49,16 +49,6 @@ func fastProfileField(rx *fastRegexps, name string, v *fastValue) (known, ok boo
 }
 
 func fastElem1(rx *fastRegexps, v *fastValue) bool {
-	for i := range v.items {
-		e := &v.items[i]
-		if !(e.kind == fastString && rx.get(1).MatchString(e.str) && utf8.RuneCountInString(e.str) <= 4096) {
-			return false
-		}
-	}
-	return true
-}
-
-func fastElem2(rx *fastRegexps, v *fastValue) bool {
 	for i := range v.items {
 		e := &v.items[i]
 		if !(e.kind == fastString && rx.get(1).MatchString(e.str) && utf8.RuneCountInString(e.str) <= 4096) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -77,17 +78,27 @@ func TestStatusMapsHerdrStates(t *testing.T) {
 	}
 }
 
-func TestStatusIsUnknownWhenHerdrCannotTell(t *testing.T) {
+// unusableAnswers are the ways herdr answers cmd without saying anything
+// usable: output that does not parse or names another tab, and a server
+// that is not running or speaks another protocol; more adds cmd's own.
+func unusableAnswers(cmd string, more map[string]fakeControl) map[string]fakeControl {
 	cases := map[string]fakeControl{
-		"agent get fails":   {Fail: map[string]fakeFailure{"agent get": {Code: "agent_not_found"}}},
-		"garbage":           {Malformed: map[string]string{"agent get": "garbage"}},
-		"empty":             {Malformed: map[string]string{"agent get": "empty"}},
-		"truncated":         {Malformed: map[string]string{"agent get": "truncated"}},
-		"other pane":        {Malformed: map[string]string{"agent get": "wrong-pane"}},
-		"other tab":         {Malformed: map[string]string{"agent get": "wrong-tab"}},
+		"garbage":           {Malformed: map[string]string{cmd: "garbage"}},
+		"empty":             {Malformed: map[string]string{cmd: "empty"}},
+		"other tab":         {Malformed: map[string]string{cmd: "wrong-tab"}},
 		"server not there":  {Server: "not_running"},
 		"protocol mismatch": {Server: "incompatible"},
 	}
+	maps.Copy(cases, more)
+	return cases
+}
+
+func TestStatusIsUnknownWhenHerdrCannotTell(t *testing.T) {
+	cases := unusableAnswers("agent get", map[string]fakeControl{
+		"agent get fails": {Fail: map[string]fakeFailure{"agent get": {Code: "agent_not_found"}}},
+		"truncated":       {Malformed: map[string]string{"agent get": "truncated"}},
+		"other pane":      {Malformed: map[string]string{"agent get": "wrong-pane"}},
+	})
 	for name, ctl := range cases {
 		t.Run(name, func(t *testing.T) {
 			f, h := launched(t)
@@ -126,15 +137,10 @@ func TestTabExistsIsTriState(t *testing.T) {
 	if got, err := f.cli.TabExists(ctx, "w1:t9"); got != TabGone || err != nil {
 		t.Errorf("missing tab: %v, %v", got, err)
 	}
-	uncertain := map[string]fakeControl{
-		"other error":       {Fail: map[string]fakeFailure{"tab get": {Code: "internal_error"}}},
-		"usage error":       {Fail: map[string]fakeFailure{"tab get": {Exit: 2, Message: "usage: herdr tab get <tab_id>"}}},
-		"garbage":           {Malformed: map[string]string{"tab get": "garbage"}},
-		"empty":             {Malformed: map[string]string{"tab get": "empty"}},
-		"other tab":         {Malformed: map[string]string{"tab get": "wrong-tab"}},
-		"server not there":  {Server: "not_running"},
-		"protocol mismatch": {Server: "incompatible"},
-	}
+	uncertain := unusableAnswers("tab get", map[string]fakeControl{
+		"other error": {Fail: map[string]fakeFailure{"tab get": {Code: "internal_error"}}},
+		"usage error": {Fail: map[string]fakeFailure{"tab get": {Exit: 2, Message: "usage: herdr tab get <tab_id>"}}},
+	})
 	for name, ctl := range uncertain {
 		t.Run(name, func(t *testing.T) {
 			f.SetControl(ctl)

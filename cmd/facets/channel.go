@@ -6,10 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -89,11 +86,9 @@ func newChannelSendCmd(a *app) *cobra.Command {
 			}
 			defer c.Close()
 			if !cmd.Flags().Changed("text") {
-				data, err := io.ReadAll(io.LimitReader(a.stdin, channel.MaxMessageBytes+1))
-				if err != nil {
-					return fmt.Errorf("read message from stdin: %w", err)
+				if text, err = a.stdinMessage(); err != nil {
+					return err
 				}
-				text = string(data)
 			}
 			m, err := c.Send(d, text)
 			if err != nil {
@@ -105,6 +100,17 @@ func newChannelSendCmd(a *app) *cobra.Command {
 	f.register(a, cmd)
 	cmd.Flags().StringVar(&text, "text", "", "message text (default: read stdin)")
 	return cmd
+}
+
+// stdinMessage reads the message of send or talk from stdin when no flag
+// gives it. One byte past the limit is read so that Send refuses an
+// oversized message instead of sending it cut short.
+func (a *app) stdinMessage() (string, error) {
+	data, err := io.ReadAll(io.LimitReader(a.stdin, channel.MaxMessageBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("read message from stdin: %w", err)
+	}
+	return string(data), nil
 }
 
 // deliveryLine is one JSON line of recv/watch output.
@@ -210,10 +216,7 @@ between printing and recording may print it once more (at least once).`,
 			defer done()
 			p := &printer{out: json.NewEncoder(a.stdout), errw: a.stderr, receipts: store}
 			channel.NewReceiver(d, store, p.submit, p.report).Scan(c)
-			if p.problems > 0 {
-				return errDiagnostics
-			}
-			return nil
+			return diagnosed(p.problems > 0)
 		},
 	}
 	f.register(a, cmd)
@@ -237,7 +240,7 @@ func newChannelWatchCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer done()
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signalContext(cmd)
 			defer stop()
 			if timeout > 0 {
 				var cancel context.CancelFunc
@@ -284,10 +287,7 @@ func newChannelInspectCmd(a *app) *cobra.Command {
 			if err := enc.Encode(r); err != nil {
 				return err
 			}
-			if len(r.Problems) > 0 {
-				return errDiagnostics
-			}
-			return nil
+			return diagnosed(len(r.Problems) > 0)
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", a.getenv(envvar.Channel), "channel directory (default $"+envvar.Channel+")")

@@ -27,10 +27,7 @@ Exit status: 0 clean, 1 error diagnostics (or warnings with --strict),
 			if err != nil {
 				return err
 			}
-			if failed {
-				return errDiagnostics
-			}
-			return nil
+			return diagnosed(failed)
 		},
 	}
 	src.register(a, cmd)

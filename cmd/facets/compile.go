@@ -47,10 +47,7 @@ or unknown name reports its own diagnostic and writes nothing.`,
 			} else if err := fsutil.WriteFileAtomic(out, b, 0o644); err != nil {
 				return err
 			}
-			if failed {
-				return errDiagnostics
-			}
-			return nil
+			return diagnosed(failed)
 		},
 	}
 	src.register(a, cmd)

@@ -66,10 +66,7 @@ or has no usable definition, 2 usage or I/O failure.`,
 			if err := r.Write(a.stdout, format); err != nil {
 				return err
 			}
-			if r.Profile == nil && r.Role == nil {
-				return errDiagnostics
-			}
-			return nil
+			return diagnosed(r.Profile == nil && r.Role == nil)
 		},
 	}
 	src.register(a, cmd)

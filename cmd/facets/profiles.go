@@ -34,10 +34,7 @@ sorted by name, followed by any diagnostics, like Pi's /profiles command.`,
 					return err
 				}
 			}
-			if compiler.HasErrors(ds) {
-				return errDiagnostics
-			}
-			return nil
+			return diagnosed(compiler.HasErrors(ds))
 		},
 	}
 	src.register(a, cmd)

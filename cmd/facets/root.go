@@ -40,6 +40,15 @@ type app struct {
 // command should exit with exitDiagnostics.
 var errDiagnostics = errors.New("diagnostics reported")
 
+// diagnosed is the error a command ends with: errDiagnostics when it
+// reported a problem that sets the exit status, else nil.
+func diagnosed(failed bool) error {
+	if failed {
+		return errDiagnostics
+	}
+	return nil
+}
+
 // usageError marks errors caused by how the command was invoked.
 type usageError struct{ err error }
 

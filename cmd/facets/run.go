@@ -193,7 +193,7 @@ func (f *runFlags) launch(a *app, cmd *cobra.Command, mf *manifestFlags, profile
 }
 
 // signalContext cancels on SIGINT/SIGTERM so an interrupted launch still
-// rolls its tab back.
+// rolls its tab back and an interrupted channel watch closes its watcher.
 func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	ctx := cmd.Context()
 	if ctx == nil {
@@ -391,11 +391,10 @@ prefix). Queuing is not acceptance; the Sub acknowledges it later.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return rf.mainOp(a, func(rt *subs.Runtime) (textResult, error) {
 				if !cmd.Flags().Changed("message") {
-					data, err := io.ReadAll(io.LimitReader(a.stdin, channel.MaxMessageBytes+1))
-					if err != nil {
-						return nil, usageError{fmt.Errorf("read message from stdin: %w", err)}
+					var err error
+					if message, err = a.stdinMessage(); err != nil {
+						return nil, usageError{err}
 					}
-					message = string(data)
 				}
 				return rt.Talk(rf.mainSession, runID, message)
 			})

@@ -59,10 +59,7 @@ malformed manifest).`,
 			if _, err := rep.report(a.stdout, base, ds, rep.format == compiler.FormatJSON); err != nil {
 				return err
 			}
-			if len(ds) > 0 {
-				return errDiagnostics
-			}
-			return nil
+			return diagnosed(len(ds) > 0)
 		},
 	}
 	cmd.Flags().StringVar(&rep.format, "format", compiler.FormatText, "diagnostic format: text, json or github")

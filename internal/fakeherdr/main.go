@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -406,39 +407,51 @@ func flagValue(args []string, i int) (string, *cliError) {
 	return args[i+1], nil
 }
 
+// eachOption walks args, which hold only options, as herdr's CLI parses
+// them: an option in valued takes the next argument as its value, one in
+// bare takes none, and any other is a usage error. set gets each option
+// with its value ("" for a bare one), in order.
+func eachOption(args, valued, bare []string, set func(opt, v string) *cliError) *cliError {
+	for i := 0; i < len(args); i++ {
+		opt, v := args[i], ""
+		switch {
+		case slices.Contains(valued, opt):
+			var cerr *cliError
+			if v, cerr = flagValue(args, i); cerr != nil {
+				return cerr
+			}
+			i++
+		case !slices.Contains(bare, opt):
+			return usage("unknown option: %s", opt)
+		}
+		if cerr := set(opt, v); cerr != nil {
+			return cerr
+		}
+	}
+	return nil
+}
+
 func tabCreate(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliError) {
 	var wsID, cwd, label string
 	env := map[string]string{}
 	focus := false
-	for i := 0; i < len(args); i++ {
-		switch args[i] {
-		case "--workspace", "--cwd", "--label", "--env":
-			v, err := flagValue(args, i)
-			if err != nil {
-				return nil, err
-			}
-			switch args[i] {
-			case "--workspace":
-				wsID = v
-			case "--cwd":
-				cwd = v
-			case "--label":
-				label = v
-			case "--env":
-				k, val, cerr := keyValue(v, "env", "KEY", "key")
-				if cerr != nil {
-					return nil, cerr
-				}
-				env[k] = val
-			}
-			i++
-		case "--focus":
-			focus = true
-		case "--no-focus":
-			focus = false
-		default:
-			return nil, usage("unknown option: %s", args[i])
+	cerr := eachOption(args, []string{"--workspace", "--cwd", "--label", "--env"}, []string{"--focus", "--no-focus"}, func(opt, v string) *cliError {
+		switch opt {
+		case "--workspace":
+			wsID = v
+		case "--cwd":
+			cwd = v
+		case "--label":
+			label = v
+		case "--env":
+			return putKeyValue(env, v, "env", "KEY", "key")
+		case "--focus", "--no-focus":
+			focus = opt == "--focus"
 		}
+		return nil
+	})
+	if cerr != nil {
+		return nil, cerr
 	}
 	if wsID == "" {
 		wsID = "w1"
@@ -601,17 +614,19 @@ func paneGet(args []string, st *fakectl.State) (any, *cliError) {
 	}{"pane_info", infoOfPane(st, p)}, nil
 }
 
-// keyValue splits the KEY=VALUE of a repeated option, with herdr's usage
-// errors: flag names the option, form and key how herdr spells the key.
-func keyValue(v, flag, form, key string) (string, string, *cliError) {
+// putKeyValue stores the KEY=VALUE of a repeated option in m, a repeated
+// key keeping its last value, with herdr's usage errors: flag names the
+// option, form and key how herdr spells the key.
+func putKeyValue(m map[string]string, v, flag, form, key string) *cliError {
 	k, val, ok := strings.Cut(v, "=")
 	if !ok {
-		return "", "", usage("%s must use %s=VALUE", flag, form)
+		return usage("%s must use %s=VALUE", flag, form)
 	}
 	if k == "" {
-		return "", "", usage("%s %s must not be empty", flag, key)
+		return usage("%s %s must not be empty", flag, key)
 	}
-	return k, val, nil
+	m[k] = val
+	return nil
 }
 
 func oneArg(args []string, what string) (string, *cliError) {
@@ -898,19 +913,16 @@ func agentPrompt(args []string, st *fakectl.State, ctl fakectl.Control) (any, *c
 	}
 	target, text := args[0], args[1]
 	wait, untilOrTimeout := false, false
-	for i := 2; i < len(args); i++ {
-		switch args[i] {
-		case "--wait":
+	cerr := eachOption(args[2:], []string{"--until", "--timeout"}, []string{"--wait"}, func(opt, _ string) *cliError {
+		if opt == "--wait" {
 			wait = true
-		case "--until", "--timeout":
-			if _, cerr := flagValue(args, i); cerr != nil {
-				return nil, cerr
-			}
+		} else {
 			untilOrTimeout = true
-			i++
-		default:
-			return nil, usage("unknown option: %s", args[i])
 		}
+		return nil
+	})
+	if cerr != nil {
+		return nil, cerr
 	}
 	if untilOrTimeout && !wait {
 		return nil, usage("--until and --timeout require --wait")
@@ -974,27 +986,17 @@ func paneReportMetadata(args []string, st *fakectl.State) (any, *cliError) {
 	paneID, source := args[0], ""
 	// As in herdr's CLI, a repeated --token key keeps its last value.
 	tokens := map[string]string{}
-	for i := 1; i < len(args); i++ {
-		switch args[i] {
-		case "--source", "--token", "--display-agent", "--title", "--state-label", "--ttl-ms":
-			v, cerr := flagValue(args, i)
-			if cerr != nil {
-				return nil, cerr
-			}
-			switch args[i] {
-			case "--source":
-				source = v
-			case "--token":
-				k, val, cerr := keyValue(v, "token", "NAME", "name")
-				if cerr != nil {
-					return nil, cerr
-				}
-				tokens[k] = val
-			}
-			i++
-		default:
-			return nil, usage("unknown option: %s", args[i])
+	cerr := eachOption(args[1:], []string{"--source", "--token", "--display-agent", "--title", "--state-label", "--ttl-ms"}, nil, func(opt, v string) *cliError {
+		switch opt {
+		case "--source":
+			source = v
+		case "--token":
+			return putKeyValue(tokens, v, "token", "NAME", "name")
 		}
+		return nil
+	})
+	if cerr != nil {
+		return nil, cerr
 	}
 	if source == "" {
 		return nil, usage("missing required --source")

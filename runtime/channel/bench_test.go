@@ -66,14 +66,7 @@ func BenchmarkDeliveryLatency(b *testing.B) {
 		mu.Unlock()
 		return store.Record(d.Message.Receipt())
 	}, nil)
-	w, err := NewWatcher(ToMain, func(c *Channel) { rx.Scan(c) }, WatchOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer w.Close()
-	for _, c := range chans {
-		w.Add(c)
-	}
+	w := startWatcher(b, ToMain, rx, WatchOptions{}, chans...)
 	var sendMu sync.Mutex
 	var sendDur []time.Duration
 	sendEnd := make(map[string]time.Time, total) // by text: when Send returned

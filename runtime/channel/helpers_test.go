@@ -86,3 +86,18 @@ func texts(ms []Message) []string {
 	}
 	return out
 }
+
+// startWatcher starts a watcher of d that hands each woken channel to rx,
+// adds chans to it and closes it when the test ends.
+func startWatcher(tb testing.TB, d Direction, rx *Receiver, opts WatchOptions, chans ...*Channel) *Watcher {
+	tb.Helper()
+	w, err := NewWatcher(d, func(c *Channel) { rx.Scan(c) }, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { w.Close() })
+	for _, c := range chans {
+		w.Add(c)
+	}
+	return w
+}

@@ -83,26 +83,50 @@ func (m *seqMarks) raise(d Direction, runID string, seq int64, waiting []string)
 // receipted forgets r as waiting: its receipt now speaks for it.
 func (m *seqMarks) receipted(r Receipt) { delete(m.waiting, r) }
 
-// MemoryReceipts keeps receipts only for the life of the process, like an
-// ephemeral Pi session.
-type MemoryReceipts struct {
+// receiptMemory is what both stores keep in memory: the receipts seen and
+// the delivered marks, behind one lock. Its users write through it after
+// persisting, if they persist at all.
+type receiptMemory struct {
 	mu    sync.Mutex
 	seen  map[Receipt]bool
 	marks seqMarks
 }
 
-// NewMemoryReceipts returns an empty in-memory store.
-func NewMemoryReceipts() *MemoryReceipts {
-	return &MemoryReceipts{seen: map[Receipt]bool{}, marks: newSeqMarks()}
+func newReceiptMemory() receiptMemory {
+	return receiptMemory{seen: map[Receipt]bool{}, marks: newSeqMarks()}
+}
+
+// Has reports whether r was recorded.
+func (s *receiptMemory) Has(r Receipt) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seen[r], nil
 }
 
 // Delivered returns the mark of r's direction and run and whether r was
 // waiting below it.
-func (s *MemoryReceipts) Delivered(r Receipt) (int64, bool, error) {
+func (s *receiptMemory) Delivered(r Receipt) (int64, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	high, waiting := s.marks.delivered(r)
 	return high, waiting, nil
+}
+
+// remember stores r as seen; s.mu must be held.
+func (s *receiptMemory) remember(r Receipt) {
+	s.seen[r] = true
+	s.marks.receipted(r)
+}
+
+// MemoryReceipts keeps receipts only for the life of the process, like an
+// ephemeral Pi session.
+type MemoryReceipts struct {
+	receiptMemory
+}
+
+// NewMemoryReceipts returns an empty in-memory store.
+func NewMemoryReceipts() *MemoryReceipts {
+	return &MemoryReceipts{receiptMemory: newReceiptMemory()}
 }
 
 // RecordDelivered raises the mark of d of runID to seq and keeps the
@@ -114,19 +138,11 @@ func (s *MemoryReceipts) RecordDelivered(d Direction, runID string, seq int64, w
 	return nil
 }
 
-// Has reports whether r was recorded.
-func (s *MemoryReceipts) Has(r Receipt) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.seen[r], nil
-}
-
 // Record stores r.
 func (s *MemoryReceipts) Record(r Receipt) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.seen[r] = true
-	s.marks.receipted(r)
+	s.remember(r)
 	return nil
 }
 
@@ -137,11 +153,9 @@ func (s *MemoryReceipts) Record(r Receipt) error {
 // high-water marks of SequenceStore, with the ids of the messages still
 // waiting below them in "waiting".
 type FileReceipts struct {
-	mu    sync.Mutex
-	f     *os.File
-	seen  map[Receipt]bool
-	marks seqMarks
-	size  int64 // length of the log up to its last complete line
+	receiptMemory
+	f    *os.File
+	size int64 // length of the log up to its last complete line
 }
 
 // logLine is one line of the receipt log: a receipt, or a high-water mark.
@@ -175,7 +189,7 @@ func OpenFileReceipts(path string) (*FileReceipts, error) {
 		}
 		return nil, fmt.Errorf("open receipts %s: %w", path, &safefile.TooLargeError{Size: fi.Size(), Limit: MaxReceiptLogBytes})
 	}
-	s := &FileReceipts{f: f, seen: map[Receipt]bool{}, marks: newSeqMarks()}
+	s := &FileReceipts{receiptMemory: newReceiptMemory(), f: f}
 	if err := s.load(); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("open receipts %s: %w", path, err)
@@ -201,9 +215,7 @@ func (s *FileReceipts) load() error {
 			return fmt.Errorf("corrupt receipt at byte %d", good)
 		}
 		if l.MessageID != "" {
-			r := Receipt{Direction: l.Direction, RunID: l.RunID, MessageID: l.MessageID}
-			s.seen[r] = true
-			s.marks.receipted(r)
+			s.remember(Receipt{Direction: l.Direction, RunID: l.RunID, MessageID: l.MessageID})
 		} else {
 			s.marks.raise(l.Direction, l.RunID, l.Sequence, l.Waiting)
 		}
@@ -219,13 +231,6 @@ func (s *FileReceipts) load() error {
 	return err
 }
 
-// Has reports whether r was recorded.
-func (s *FileReceipts) Has(r Receipt) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.seen[r], nil
-}
-
 // Record appends r and fsyncs the log before returning.
 func (s *FileReceipts) Record(r Receipt) error {
 	s.mu.Lock()
@@ -236,18 +241,8 @@ func (s *FileReceipts) Record(r Receipt) error {
 	if err := s.append(logLine{Direction: r.Direction, RunID: r.RunID, MessageID: r.MessageID}); err != nil {
 		return fmt.Errorf("record receipt %s: %w", r.MessageID, err)
 	}
-	s.seen[r] = true
-	s.marks.receipted(r)
+	s.remember(r)
 	return nil
-}
-
-// Delivered returns the mark of r's direction and run and whether r was
-// waiting below it.
-func (s *FileReceipts) Delivered(r Receipt) (int64, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	high, waiting := s.marks.delivered(r)
-	return high, waiting, nil
 }
 
 // RecordDelivered raises the mark of d of runID to seq, keeping the

@@ -2,7 +2,9 @@ package channel
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sync"
 )
 
@@ -301,11 +303,7 @@ func (r *Receiver) Release(key Receipt) {
 func (r *Receiver) InFlight() []Receipt {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]Receipt, 0, len(r.inFlight))
-	for k := range r.inFlight {
-		out = append(out, k)
-	}
-	return out
+	return slices.Collect(maps.Keys(r.inFlight))
 }
 
 // Restore marks keys as in flight, suppressing their resubmission.

@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -398,10 +399,7 @@ func (q *scanQueue) mark(dir string) {
 	q.mu.Lock()
 	q.pending[dir] = true
 	q.mu.Unlock()
-	select {
-	case q.kick <- struct{}{}:
-	default:
-	}
+	q.wake()
 }
 
 // flush asks for done to be closed once everything marked so far has been
@@ -410,6 +408,11 @@ func (q *scanQueue) flush(done chan struct{}) {
 	q.mu.Lock()
 	q.waiters = append(q.waiters, done)
 	q.mu.Unlock()
+	q.wake()
+}
+
+// wake tells the scanner there is work; a kick already pending covers it.
+func (q *scanQueue) wake() {
 	select {
 	case q.kick <- struct{}{}:
 	default:
@@ -428,12 +431,8 @@ func (q *scanQueue) takeWaiters() []chan struct{} {
 func (q *scanQueue) take() []string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	dirs := make([]string, 0, len(q.pending))
-	for dir := range q.pending {
-		dirs = append(dirs, dir)
-	}
+	dirs := slices.Sorted(maps.Keys(q.pending))
 	clear(q.pending)
-	sort.Strings(dirs)
 	return dirs
 }
 

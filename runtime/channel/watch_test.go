@@ -100,14 +100,7 @@ func TestWatcherDeliversAcrossChannels(t *testing.T) {
 	if _, err := chans[0].Send(ToMain, "early"); err != nil {
 		t.Fatal(err)
 	}
-	w, err := NewWatcher(ToMain, func(c *Channel) { rx.Scan(c) }, WatchOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	for _, c := range chans {
-		w.Add(c)
-	}
+	startWatcher(t, ToMain, rx, WatchOptions{}, chans...)
 	col.waitFor(t, "early")
 	var want []string
 	for i, c := range chans {
@@ -133,12 +126,7 @@ func TestRescanRecoversWithoutEvents(t *testing.T) {
 	col := newCollector()
 	rx := NewReceiver(ToSub, col.receipts, col.submit, nil)
 	c := newTestChannel(t)
-	w, err := NewWatcher(ToSub, func(c *Channel) { rx.Scan(c) }, WatchOptions{Rescan: 30 * time.Millisecond, noNotify: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	w.Add(c)
+	startWatcher(t, ToSub, rx, WatchOptions{Rescan: 30 * time.Millisecond, noNotify: true}, c)
 	if _, err := c.Send(ToSub, "missed event"); err != nil {
 		t.Fatal(err)
 	}
@@ -155,12 +143,7 @@ func TestRescanReattachesFailedWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	reports := make(chan error, 10)
-	w, err := NewWatcher(ToMain, func(c *Channel) { rx.Scan(c) }, WatchOptions{Rescan: 30 * time.Millisecond, Report: func(err error) { reports <- err }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	w.Add(c)
+	w := startWatcher(t, ToMain, rx, WatchOptions{Rescan: 30 * time.Millisecond, Report: func(err error) { reports <- err }}, c)
 	select {
 	case err := <-reports:
 		if !strings.Contains(err.Error(), "file watching unavailable") {
@@ -365,12 +348,7 @@ func TestWatcherFlushIsABarrier(t *testing.T) {
 	col := newCollector()
 	rx := NewReceiver(ToMain, col.receipts, col.submit, nil)
 	ch := newTestChannel(t)
-	w, err := NewWatcher(ToMain, func(c *Channel) { rx.Scan(c) }, WatchOptions{Rescan: time.Hour, noNotify: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	w.Add(ch)
+	w := startWatcher(t, ToMain, rx, WatchOptions{Rescan: time.Hour, noNotify: true}, ch)
 	w.Flush()
 	if _, err := ch.Send(ToMain, "late"); err != nil {
 		t.Fatal(err)

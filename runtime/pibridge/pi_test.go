@@ -782,9 +782,10 @@ func groupMembers(pgid int) string {
 	return strings.Join(out, " ")
 }
 
-// workerChannel creates a run channel of the Main session mainSession in
-// e's runtime dir, as facets delegate would, for a one-tool "worker" Sub.
-func workerChannel(t *testing.T, e *piEnv, mainSession, title string) *channel.Channel {
+// workerMessage creates a run channel of the Main session mainSession in
+// e's runtime dir, as facets delegate would, for a one-tool "worker" Sub,
+// and puts one Sub→Main message with text in it.
+func workerMessage(t *testing.T, e *piEnv, mainSession, title, text string) (*channel.Channel, channel.Message) {
 	t.Helper()
 	p := manifest.Profile{Name: "worker", Scope: "global", SourcePath: "/x/worker/config.json",
 		Launch: manifest.Launch{Tools: []string{"read"}, Skills: []string{}, Extensions: []string{}, SessionPersistence: "ephemeral", Invocation: "both"}}
@@ -798,7 +799,11 @@ func workerChannel(t *testing.T, e *piEnv, mainSession, title string) *channel.C
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ch.Close() })
-	return ch
+	m, err := ch.Send(channel.ToMain, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch, m
 }
 
 // TestMainReceivesDeliveryWithRealPi puts a Sub→Main message in a run
@@ -808,11 +813,7 @@ func workerChannel(t *testing.T, e *piEnv, mainSession, title string) *channel.C
 func TestMainReceivesDeliveryWithRealPi(t *testing.T) {
 	mock := startMock(t, func(n int, req chatRequest) reply { return reply{Text: "noted"} })
 	e := newPiEnv(t, mock)
-	ch := workerChannel(t, e, "facets-main-1", "Summarise")
-	m, err := ch.Send(channel.ToMain, "result: 7")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch, m := workerMessage(t, e, "facets-main-1", "Summarise", "result: 7")
 	want := channel.FormatDeliveryHeader(m.Receipt()) + "[Facets Sub message]\nSub 'Summarise' (" + m.RunID + ") says:\nresult: 7\n\n" +
 		"Use talk with runId '" + m.RunID + "' to respond, or close_sub when the delivery is accepted and no more work is needed."
 
@@ -1392,11 +1393,7 @@ func TestInterruptSubWithRealPi(t *testing.T) {
 func TestReceiptsSurviveRestartWithRealPi(t *testing.T) {
 	mock := startMock(t, func(n int, req chatRequest) reply { return reply{Text: "noted"} })
 	e := newPiEnv(t, mock)
-	ch := workerChannel(t, e, "facets-main-p", "Keep")
-	m, err := ch.Send(channel.ToMain, "only once")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch, m := workerMessage(t, e, "facets-main-p", "Keep", "only once")
 	file := filepath.Join(ch.Dir(), "to-main", channel.Safe(m.ID)+".json")
 	saved, err := os.ReadFile(file)
 	if err != nil {

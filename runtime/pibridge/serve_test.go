@@ -128,6 +128,22 @@ func newChannel(t *testing.T, root, mainSession string) *channel.Channel {
 	return ch
 }
 
+// mustSend queues text on ch in direction d and fails the test if it cannot.
+func mustSend(t *testing.T, ch *channel.Channel, d channel.Direction, text string) channel.Message {
+	t.Helper()
+	m, err := ch.Send(d, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// startSubServe starts the bridge of the Sub that owns ch.
+func startSubServe(t *testing.T, ch *channel.Channel) *bridge {
+	t.Helper()
+	return startServe(t, ServeOptions{Role: "sub", ChannelDir: ch.Dir(), Token: ch.Manifest().Token})
+}
+
 // privateRoot is a channel root the channel package accepts: it refuses
 // roots other users could enter.
 func privateRoot(t *testing.T) string {
@@ -156,11 +172,8 @@ func waitEmpty(t *testing.T, ch *channel.Channel, d channel.Direction) {
 
 func TestServeSub(t *testing.T) {
 	ch := newChannel(t, privateRoot(t), "main-1")
-	m, err := ch.Send(channel.ToSub, "hello sub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := startServe(t, ServeOptions{Role: "sub", ChannelDir: ch.Dir(), Token: ch.Manifest().Token})
+	m := mustSend(t, ch, channel.ToSub, "hello sub")
+	b := startSubServe(t, ch)
 	b.quiet() // nothing is delivered before ready
 	b.send(request{Op: "ready"})
 	d := b.next("delivery")
@@ -221,7 +234,7 @@ func TestServeSub(t *testing.T) {
 
 func TestServeSubManualQuit(t *testing.T) {
 	ch := newChannel(t, privateRoot(t), "main-1")
-	b := startServe(t, ServeOptions{Role: "sub", ChannelDir: ch.Dir(), Token: ch.Manifest().Token})
+	b := startSubServe(t, ch)
 	b.send(request{Op: "session", SessionID: "s-1", File: "/sessions/s-1.jsonl"})
 	b.send(request{Op: "quit"})
 	b.in.Close()
@@ -252,10 +265,7 @@ func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 func TestServeMain(t *testing.T) {
 	root := privateRoot(t)
 	ch := newChannel(t, root, "main/1") // the session id is made path-safe
-	m, err := ch.Send(channel.ToMain, "result")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mustSend(t, ch, channel.ToMain, "result")
 	newChannel(t, root, "other-main") // another Main's run is never read
 	b := startServe(t, ServeOptions{Role: "main", Root: root, MainSession: "main/1", Discover: 50 * time.Millisecond})
 	b.send(request{Op: "ready"})
@@ -279,10 +289,7 @@ func TestServeMain(t *testing.T) {
 	if err := late.MarkClosed("bye"); err != nil {
 		t.Fatal(err)
 	}
-	m2, err := late.Send(channel.ToMain, "final")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m2 := mustSend(t, late, channel.ToMain, "final")
 	d2 := b.next("delivery")
 	if want := channel.FormatDeliveryHeader(m2.Receipt()) + "[Facets Sub message]\nSub 'T' (" + m2.RunID + ") says:\nfinal\n\nThis Sub has already closed; this is a retained final delivery."; d2.Text != want {
 		t.Errorf("closed delivery = %q, want %q", d2.Text, want)
@@ -299,15 +306,9 @@ func TestServeMain(t *testing.T) {
 // the inbox file, so a restarted Pi never sees a message twice.
 func TestServeSessionReceipts(t *testing.T) {
 	ch := newChannel(t, privateRoot(t), "main-1")
-	old, err := ch.Send(channel.ToSub, "already seen")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fresh, err := ch.Send(channel.ToSub, "new")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := startServe(t, ServeOptions{Role: "sub", ChannelDir: ch.Dir(), Token: ch.Manifest().Token})
+	old := mustSend(t, ch, channel.ToSub, "already seen")
+	fresh := mustSend(t, ch, channel.ToSub, "new")
+	b := startSubServe(t, ch)
 	b.send(request{Op: "receipt", Text: channel.FormatDeliveryHeader(old.Receipt()) + "anything"})
 	b.send(request{Op: "ready"})
 	d := b.next("delivery")
@@ -325,11 +326,8 @@ func TestServeSessionReceipts(t *testing.T) {
 // without its receipt makes it retryable.
 func TestServeInflightAfterReload(t *testing.T) {
 	ch := newChannel(t, privateRoot(t), "main-1")
-	m, err := ch.Send(channel.ToSub, "queued before reload")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := startServe(t, ServeOptions{Role: "sub", ChannelDir: ch.Dir(), Token: ch.Manifest().Token})
+	m := mustSend(t, ch, channel.ToSub, "queued before reload")
+	b := startSubServe(t, ch)
 	text := channel.FormatDeliveryHeader(m.Receipt()) + "[Facets Main message]\nMain says:\nqueued before reload"
 	b.send(request{Op: "inflight", Text: text})
 	b.send(request{Op: "ready"})
@@ -348,10 +346,7 @@ func TestServeMainManualRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ch.Close()
-	m, err := ch.Send(channel.ToMain, "found 2 bugs")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mustSend(t, ch, channel.ToMain, "found 2 bugs")
 	b := startServe(t, ServeOptions{Role: "main", Root: root, MainSession: "m", Discover: 50 * time.Millisecond})
 	b.send(request{Op: "ready"})
 	want := channel.FormatDeliveryHeader(m.Receipt()) + "[Facets Sub message]\n[User-invoked specialist: review]\nPurpose: MR review\n" +
@@ -369,7 +364,7 @@ func TestServeMainManualRun(t *testing.T) {
 func TestServeSubChannelRemoved(t *testing.T) {
 	for _, withRequest := range []bool{false, true} {
 		ch := newChannel(t, privateRoot(t), "main-1")
-		b := startServe(t, ServeOptions{Role: "sub", ChannelDir: ch.Dir(), Token: ch.Manifest().Token})
+		b := startSubServe(t, ch)
 		b.send(request{Op: "ready"})
 		b.quiet()
 		if withRequest {

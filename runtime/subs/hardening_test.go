@@ -74,12 +74,9 @@ func TestHostileStateFiles(t *testing.T) {
 		t.Run("token/"+c.Name, func(t *testing.T) {
 			f := newFixture(t)
 			d := f.delegate(mainID, "writer", "W")
-			run, _, err := f.runtime().Store.LoadRun(mainID, d.RunID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			path := filepath.Join(run.ChannelDir, tokenFileName)
+			path := filepath.Join(f.run(d.RunID).ChannelDir, tokenFileName)
 			c.Make(t, path)
+			var err error
 			safefiletest.Within(t, func() { _, err = f.runtime().Talk(mainID, d.RunID, "hi") })
 			if err == nil || !strings.Contains(fmt.Sprint(err), path) {
 				t.Errorf("talk: %v, want an error naming %s", err, path)

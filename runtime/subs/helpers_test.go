@@ -89,6 +89,17 @@ type (
 	fakeState   = herdrtest.State
 )
 
+// run loads the stored record of the Main's run runID, failing the test
+// if it cannot.
+func (f *fixture) run(runID string) *Run {
+	f.tb.Helper()
+	run, ok, err := f.runtime().Store.LoadRun(mainID, runID)
+	if err != nil || !ok {
+		f.tb.Fatalf("load run %s: found %v, %v", runID, ok, err)
+	}
+	return run
+}
+
 // close closes the Main's Sub of runID, failing the test if it cannot.
 func (f *fixture) close(runID string) {
 	f.tb.Helper()

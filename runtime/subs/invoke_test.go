@@ -20,6 +20,16 @@ func (f *fixture) invoke(main, profile, task string) (Delegation, error) {
 	return f.runtime().Invoke(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: main, Profile: profile, Task: task})
 }
 
+// mustInvoke is invoke for a call that must succeed.
+func (f *fixture) mustInvoke(main, profile, task string) Delegation {
+	f.tb.Helper()
+	d, err := f.invoke(main, profile, task)
+	if err != nil {
+		f.tb.Fatal(err)
+	}
+	return d
+}
+
 func (f *fixture) countCommand(name string) int {
 	n := 0
 	for _, c := range f.commands() {
@@ -32,10 +42,7 @@ func (f *fixture) countCommand(name string) int {
 
 func TestBindingsSurviveNewProcesses(t *testing.T) {
 	f := newFixture(t)
-	created, err := f.invoke(mainID, "review", "Review MR 42")
-	if err != nil {
-		t.Fatal(err)
-	}
+	created := f.mustInvoke(mainID, "review", "Review MR 42")
 	if created.Action != "created" || created.Origin != OriginManual || created.Title != "review" {
 		t.Fatalf("first invocation = %+v", created)
 	}
@@ -55,10 +62,7 @@ func TestBindingsSurviveNewProcesses(t *testing.T) {
 	}
 
 	// A new process (reload) reuses the open Sub: no tab, no slot.
-	queued, err := f.invoke(mainID, "review", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	queued := f.mustInvoke(mainID, "review", "")
 	if queued.Action != "queued" || queued.RunID != created.RunID || queued.MessageID == "" {
 		t.Fatalf("second invocation = %+v", queued)
 	}
@@ -93,10 +97,7 @@ func TestBindingsSurviveNewProcesses(t *testing.T) {
 	if err := f.runtime().Surface.CloseTab(context.Background(), herdr.Handle{TabID: p.TabID}); err != nil {
 		t.Fatal(err)
 	}
-	resumed, err := f.invoke(mainID, "review", "Review MR 43")
-	if err != nil {
-		t.Fatal(err)
-	}
+	resumed := f.mustInvoke(mainID, "review", "Review MR 43")
 	if resumed.Action != "resumed" || resumed.SessionID != "0192review" || resumed.RunID == created.RunID {
 		t.Fatalf("resume = %+v", resumed)
 	}
@@ -131,17 +132,13 @@ func (f *fixture) wantRefusedInvoke(task, want string) {
 
 func TestInvokeRefusesUncertainHerdr(t *testing.T) {
 	f := newFixture(t)
-	created, err := f.invoke(mainID, "review", "x")
-	if err != nil {
-		t.Fatal(err)
-	}
+	created := f.mustInvoke(mainID, "review", "x")
 	f.control(fakeControl{AgentStatus: "bogus"})
 	f.wantRefusedInvoke("y", "Cannot verify the existing Sub is available. Close its tab before retrying; no duplicate session was created.")
 	f.control(fakeControl{})
 
 	// The channel vanished but Herdr still shows the tab.
-	run, _, _ := f.runtime().Store.LoadRun(mainID, created.RunID)
-	if err := os.RemoveAll(run.ChannelDir); err != nil {
+	if err := os.RemoveAll(f.run(created.RunID).ChannelDir); err != nil {
 		t.Fatal(err)
 	}
 	f.wantRefusedInvoke("z", "The existing Sub channel is missing and its tab is not confirmed closed; refusing to open the session twice.")
@@ -149,21 +146,18 @@ func TestInvokeRefusesUncertainHerdr(t *testing.T) {
 
 func TestInvokeRefusesMissingSessions(t *testing.T) {
 	f := newFixture(t)
-	created, err := f.invoke(mainID, "review", "x")
-	if err != nil {
-		t.Fatal(err)
-	}
+	created := f.mustInvoke(mainID, "review", "x")
 	// Closed before the Sub recorded its session: no id to resume.
 	f.close(created.RunID)
 	f.wantRefusedInvoke("again", "The previous Sub session ID was not recorded; refusing to create a replacement session.")
 
 	// Recorded, but the session file has since disappeared.
-	run, _, _ := f.runtime().Store.LoadRun(mainID, created.RunID)
+	run := f.run(created.RunID)
 	run.SubSessionID, run.SubSessionFile = "gone-session", filepath.Join(f.dir, "missing.jsonl")
 	if err := f.runtime().Store.SaveRun(run); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.invoke(mainID, "review", "again")
+	_, err := f.invoke(mainID, "review", "again")
 	if err == nil || !strings.Contains(err.Error(), "refusing to create a replacement session") {
 		t.Fatalf("missing session file = %v", err)
 	}
@@ -177,10 +171,7 @@ func TestInvokeRefusesMissingSessions(t *testing.T) {
 
 func TestInvokeEphemeralStartsFreshAfterClose(t *testing.T) {
 	f := newFixture(t)
-	first, err := f.invoke(mainID, "oracle", "x")
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := f.mustInvoke(mainID, "oracle", "x")
 	f.close(first.RunID)
 	second, err := f.invoke(mainID, "oracle", "y")
 	if err != nil || second.Action != "created" || second.RunID == first.RunID {
@@ -196,10 +187,7 @@ func TestInvokeEphemeralStartsFreshAfterClose(t *testing.T) {
 // Sub were still there.
 func TestInvokeDoesNotReuseAnUnrelatedTab(t *testing.T) {
 	f := newFixture(t)
-	created, err := f.invoke(mainID, "review", "Review MR 42")
-	if err != nil {
-		t.Fatal(err)
-	}
+	created := f.mustInvoke(mainID, "review", "Review MR 42")
 	f.Restart()
 	f.Run("tab", "create", "--workspace", "w1", "--cwd", "/", "--label", "user's tab", "--no-focus")
 	again, err := f.invoke(mainID, "review", "Review MR 43")

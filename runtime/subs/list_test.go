@@ -37,10 +37,7 @@ func listScene(t *testing.T) (*fixture, *strings.Replacer) {
 	}
 	f.close(closed.RunID)
 	os.Chtimes(sessionFile, modified, modified)
-	manual, err := f.invoke(mainID, "review", "Review MR 42")
-	if err != nil {
-		t.Fatal(err)
-	}
+	manual := f.mustInvoke(mainID, "review", "Review MR 42")
 	f.now = f.now.Add(90 * time.Second)
 	example, _ := filepath.Abs("../../testdata/example")
 	var pairs []string
@@ -118,10 +115,7 @@ func TestListKeepsSubsJustHandedWork(t *testing.T) {
 	}
 
 	// The Sub took its prompt up and finished: Herdr's sequence moved on.
-	run, _, err := f.runtime().Store.LoadRun(mainID, d.RunID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := f.run(d.RunID)
 	earlier := *run.Surface.PromptSeq - 1
 	run.Surface.PromptSeq = &earlier
 	if err := f.runtime().Store.SaveRun(run); err != nil {

@@ -467,6 +467,33 @@ func (rt *Runtime) findOpen(mainSessionID, ref string) (*Run, error) {
 	}
 }
 
+// findLaunched is findOpen for an operation that needs the Sub's launch to
+// have finished: a run still launching is refused, with advice added to
+// the refusal ("." when there is nothing to add).
+func (rt *Runtime) findLaunched(mainSessionID, ref, advice string) (*Run, error) {
+	run, err := rt.findOpen(mainSessionID, ref)
+	if err != nil {
+		return nil, err
+	}
+	if run.Launching() {
+		return nil, fmt.Errorf("Sub '%s' is still launching%s", run.Title, advice)
+	}
+	return run, nil
+}
+
+// withChannel opens the channel of the run that findOpen or findLaunched
+// returned, passing their error on; the caller closes the channel.
+func withChannel(run *Run, err error) (*Run, *channel.Channel, error) {
+	if err != nil {
+		return nil, nil, err
+	}
+	ch, err := openChannel(run)
+	if err != nil {
+		return nil, nil, err
+	}
+	return run, ch, nil
+}
+
 // Message is a talk queued for a Sub.
 type Message struct {
 	RunID     string `json:"runId"`
@@ -481,14 +508,7 @@ func (m Message) Text() string { return "Message queued for Sub: " + termesc.Esc
 // Talk queues one message for an open Sub of the Main; ref is a run id or
 // a unique prefix. Queuing is not acceptance: the Sub acknowledges later.
 func (rt *Runtime) Talk(mainSessionID, ref, text string) (Message, error) {
-	run, err := rt.findOpen(mainSessionID, ref)
-	if err != nil {
-		return Message{}, err
-	}
-	if run.Launching() {
-		return Message{}, fmt.Errorf("Sub '%s' is still launching.", run.Title)
-	}
-	ch, err := openChannel(run)
+	run, ch, err := withChannel(rt.findLaunched(mainSessionID, ref, "."))
 	if err != nil {
 		return Message{}, err
 	}
@@ -516,11 +536,7 @@ func (i Interruption) Text() string {
 // the turn read from active-turn.json, and the Sub ignores it unless that
 // turn is still the active one, so a late request cannot cancel later work.
 func (rt *Runtime) Interrupt(mainSessionID, ref string) (Interruption, error) {
-	run, err := rt.findOpen(mainSessionID, ref)
-	if err != nil {
-		return Interruption{}, err
-	}
-	ch, err := openChannel(run)
+	run, ch, err := withChannel(rt.findOpen(mainSessionID, ref))
 	if err != nil {
 		return Interruption{}, err
 	}
@@ -562,12 +578,9 @@ func (rt *Runtime) Close(ctx context.Context, mainSessionID, ref, reason string)
 		return Closure{}, err
 	}
 	defer unlock()
-	run, err := rt.findOpen(mainSessionID, ref)
+	run, err := rt.findLaunched(mainSessionID, ref, "; close it once the launch has finished.")
 	if err != nil {
 		return Closure{}, err
-	}
-	if run.Launching() {
-		return Closure{}, fmt.Errorf("Sub '%s' is still launching; close it once the launch has finished.", run.Title)
 	}
 	ch, chErr := openChannel(run)
 	if chErr == nil {

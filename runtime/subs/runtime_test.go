@@ -34,10 +34,7 @@ func TestDelegateTalkTalkClose(t *testing.T) {
 	// The tab got exactly the launch argv, env and first prompt.
 	p := f.pane(d.RunID)
 	tab := f.state().Tabs[p.TabID]
-	run, _, err := f.runtime().Store.LoadRun(mainID, d.RunID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := f.run(d.RunID)
 	wantArgs := launch.Spec{Profile: profileNamed(t, f.manifest, "writer"), Bridge: testBridge, Trusted: true, Title: "Write the README"}.Args()
 	if diff := cmp.Diff(wantArgs, p.Agent.Args); diff != "" {
 		t.Errorf("pi args (-want +got):\n%s", diff)
@@ -446,7 +443,7 @@ func TestDelegateLoadsHerdrAgentStateAndResolvesCwd(t *testing.T) {
 	if diff := cmp.Diff([]string{"--no-extensions", "-e", testBridge, "-e", hook, "--no-session"}, args[:6]); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)
 	}
-	run, _, _ := rt.Store.LoadRun(mainID, d.RunID)
+	run := f.run(d.RunID)
 	if want := filepath.Dir(f.manifest.Cwd); run.Cwd != want {
 		t.Errorf("cwd = %s, want %s", run.Cwd, want)
 	}

@@ -88,8 +88,10 @@ type gen struct {
 	decls    map[string]ast.Expr
 	patterns []string
 	out      bytes.Buffer
-	helpers  int
 	extra    bytes.Buffer
+	// elems maps an element check to the helper that loops it over a
+	// list, so lists with the same element type share one helper.
+	elems map[string]string
 }
 
 func goName(def string) string { return "fast" + strings.TrimPrefix(def, "#") }
@@ -266,9 +268,16 @@ func (g *gen) expr(e ast.Expr, v string, seen []string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		g.helpers++
-		h := fmt.Sprintf("fastElem%d", g.helpers)
-		fmt.Fprintf(&g.extra, "func %s(rx *fastRegexps, v *fastValue) bool {\n\tfor i := range v.items {\n\t\te := &v.items[i]\n\t\tif !(%s) {\n\t\t\treturn false\n\t\t}\n\t}\n\treturn true\n}\n\n", h, strings.Join(elem, " && "))
+		check := strings.Join(elem, " && ")
+		h, ok := g.elems[check]
+		if !ok {
+			if g.elems == nil {
+				g.elems = map[string]string{}
+			}
+			h = fmt.Sprintf("fastElem%d", len(g.elems)+1)
+			g.elems[check] = h
+			fmt.Fprintf(&g.extra, "func %s(rx *fastRegexps, v *fastValue) bool {\n\tfor i := range v.items {\n\t\te := &v.items[i]\n\t\tif !(%s) {\n\t\t\treturn false\n\t\t}\n\t}\n\treturn true\n}\n\n", h, check)
+		}
 		return []string{v + ".kind == fastList", fmt.Sprintf("%s(rx, %s)", h, v)}, nil
 	}
 	return nil, fmt.Errorf("unsupported expression %T", e)
