@@ -26,6 +26,7 @@ if [ -z "$cue" ]; then
 fi
 "$cue" version | head -1 >&2
 (cd "$repo" && go run ./internal/benchtree/cmd "$work/tree" "$n")
+sync # flush the new tree so its writeback does not overlap the timed runs
 "$work/bin/facets" schema --cue >"$work/facets.cue"
 
 facets=("$work/bin/facets" check -C "$work/tree" --agent-dir "$work/tree/agent")
