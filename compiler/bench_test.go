@@ -99,6 +99,41 @@ func BenchmarkCompile1000(b *testing.B) {
 	}
 }
 
+// BenchmarkStartupSnapshot measures what a Main started with
+// FACETS_MANIFEST pays to read a current 1,000 + 1,000 snapshot and check
+// it against its sources: "decoded" is OpenSnapshot (byte-identical to a
+// fresh compile, so no #Manifest evaluation), "schema-checked" the same
+// snapshot through ParseManifest and Verify, as every start did before.
+func BenchmarkStartupSnapshot(b *testing.B) {
+	root := writeBenchTree(b, 1000)
+	env := treeEnv(b, root, filepath.Join(root, "home"))
+	m, _ := coldCompile(b, Options{Env: env})
+	data, err := m.Encode()
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := Options{Env: env}
+	b.Run("decoded", func(b *testing.B) {
+		for b.Loop() {
+			if _, ds, err := OpenSnapshot(loadSchema(b), "m.json", data, opts); err != nil || len(ds) != 0 {
+				b.Fatalf("OpenSnapshot: %v, %v", ds, err)
+			}
+		}
+	})
+	b.Run("schema-checked", func(b *testing.B) {
+		for b.Loop() {
+			schema := loadSchema(b)
+			frozen, err := manifest.ParseManifest(schema, "m.json", data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if ds, err := Verify(schema, frozen, "m.json", opts); err != nil || len(ds) != 0 {
+				b.Fatalf("Verify: %v, %v", ds, err)
+			}
+		}
+	})
+}
+
 // BenchmarkSchemaLoad measures compiling the embedded CUE schema, paid once
 // per facets invocation.
 func BenchmarkSchemaLoad(b *testing.B) {

@@ -4,25 +4,37 @@ import (
 	"fmt"
 
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/safefile"
 	"github.com/facets-dev/facets/manifest"
 )
 
-// SnapshotWarning (shown by the Pi bridge) checks the frozen manifest m read from path against its
-// sources with Verify, under the snapshot's own trust decision
-// (opts.TrustFlag is ignored), and returns the one line a Main shows at
-// startup when it is stale, or "" when it is current. The run still uses
-// the snapshot: that is what frozen means.
-func SnapshotWarning(m *manifest.Manifest, path string, opts Options) string {
+// StartupSnapshot reads the frozen manifest a Main starts from (pi
+// --profile with FACETS_MANIFEST) and checks it against its sources with
+// OpenSnapshot, under the snapshot's own trust decision (opts.TrustFlag is
+// ignored). warning is the one line the Main shows when the snapshot is
+// stale, or "" when it is current; the run still uses the snapshot: that
+// is what frozen means. An unreadable or invalid manifest is an error.
+func StartupSnapshot(path string, opts Options) (m *manifest.Manifest, warning string, err error) {
 	schema, err := cue.Load()
 	if err != nil {
-		return fmt.Sprintf("Cannot check whether Facets snapshot %s is current: %v", path, err)
+		return nil, "", err
+	}
+	data, err := safefile.ReadFile(path, manifest.MaxManifestBytes)
+	if err != nil {
+		return nil, "", fmt.Errorf("read manifest: %w", err)
 	}
 	opts.TrustFlag = nil
-	ds, err := Verify(schema, m, path, opts)
+	m, ds, err := OpenSnapshot(schema, path, data, opts)
 	if err != nil {
-		return fmt.Sprintf("Cannot check whether Facets snapshot %s is current: %v", path, err)
+		return nil, "", err
 	}
-	return staleLine(path, ds)
+	return m, staleLine(path, ds), nil
+}
+
+// UncheckedLine is the startup warning for a snapshot that could not be
+// compared with its sources.
+func UncheckedLine(path string, err error) string {
+	return fmt.Sprintf("Cannot check whether Facets snapshot %s is current: %v", path, err)
 }
 
 func staleLine(path string, ds []Diagnostic) string {

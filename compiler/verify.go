@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,11 +41,38 @@ func VerifyFile(schema *cue.Schema, path string, opts Options) ([]Diagnostic, er
 			Message: fmt.Sprintf("manifest format version %d differs from this facets (version %d)", *head.Version, manifest.ManifestVersion),
 			Hint:    "recompile it with facets compile --out"}}, nil
 	}
-	m, err := manifest.ReadManifest(schema, path)
-	if err != nil {
-		return nil, err
+	_, ds, err := OpenSnapshot(schema, path, data, opts)
+	return ds, err
+}
+
+// OpenSnapshot decodes the frozen manifest read from path and checks it
+// against its sources as Verify does. A snapshot that is byte for byte
+// what a fresh compile writes is current and, being the compiler's own
+// output, valid by construction, so it is only decoded: evaluating
+// #Manifest costs several times the compile itself on a large catalog,
+// and a Main pays it at every start. Any other snapshot is checked against
+// #Manifest (ParseManifest) before it is compared.
+func OpenSnapshot(schema *cue.Schema, path string, data []byte, opts Options) (*manifest.Manifest, []Diagnostic, error) {
+	var m manifest.Manifest
+	if json.Unmarshal(data, &m) != nil || m.Version != manifest.ManifestVersion || !filepath.IsAbs(m.Cwd) || !filepath.IsAbs(m.AgentDir) {
+		frozen, err := manifest.ParseManifest(schema, path, data) // says where and why
+		if err != nil {
+			return nil, nil, err
+		}
+		m = *frozen
 	}
-	return Verify(schema, m, path, opts)
+	fresh, err := compileLike(schema, &m, path, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if b, err := fresh.Encode(); err == nil && bytes.Equal(b, data) {
+		return &m, nil, nil
+	}
+	frozen, err := manifest.ParseManifest(schema, path, data)
+	if err != nil {
+		return nil, nil, err
+	}
+	return frozen, compareSnapshot(frozen, fresh, path), nil
 }
 
 // Verify compiles the sources again in the frozen manifest's own working
@@ -60,8 +88,20 @@ func VerifyFile(schema *cue.Schema, path string, opts Options) ([]Diagnostic, er
 // role packs and bundled roles, and a trust override. A snapshot compiled
 // with --trust or --no-trust is checked under the same flag.
 func Verify(schema *cue.Schema, frozen *manifest.Manifest, path string, opts Options) ([]Diagnostic, error) {
+	fresh, err := compileLike(schema, frozen, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return compareSnapshot(frozen, fresh, path), nil
+}
+
+// compileLike compiles the sources again as the frozen manifest was: in
+// its working directory and agent dir, all profiles, and under its trust
+// flag when it was compiled with one.
+func compileLike(schema *cue.Schema, frozen *manifest.Manifest, path string, opts Options) (*manifest.Manifest, error) {
 	opts.Env.Cwd, opts.Env.AgentDir = frozen.Cwd, frozen.AgentDir
 	opts.Names = nil
+	opts.DiagnosticsOnly = false
 	if opts.TrustFlag == nil && frozen.Trust.Reason == "flag" {
 		t := frozen.Trust.Trusted
 		opts.TrustFlag = &t
@@ -70,6 +110,11 @@ func Verify(schema *cue.Schema, frozen *manifest.Manifest, path string, opts Opt
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", path, err)
 	}
+	return fresh, nil
+}
+
+// compareSnapshot reports what Verify reports, given the fresh compile.
+func compareSnapshot(frozen, fresh *manifest.Manifest, path string) []Diagnostic {
 	var ds []Diagnostic
 	if fresh.Trust.Trusted != frozen.Trust.Trusted {
 		file := filepath.Join(frozen.AgentDir, "trust.json")
@@ -118,7 +163,7 @@ func Verify(schema *cue.Schema, frozen *manifest.Manifest, path string, opts Opt
 			Message: "no source changed, but a fresh compile gives a different catalog: facets or its schema changed since the snapshot",
 			Hint:    "recompile the snapshot with this facets"})
 	}
-	return SortDiagnostics(ds), nil
+	return SortDiagnostics(ds)
 }
 
 // sameCatalog compares what a launch uses. Profiles are compared for the

@@ -1,8 +1,11 @@
 package compiler
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/facets-dev/facets/cue"
@@ -85,5 +88,55 @@ func TestVerifyFileVersion(t *testing.T) {
 	os.WriteFile(p, []byte(`{"version": 1}`), 0o644)
 	if _, err := VerifyFile(schema, p, opts); err == nil {
 		t.Error("VerifyFile(malformed manifest): no error")
+	}
+}
+
+// TestOpenSnapshot: a snapshot byte for byte what compile writes is
+// current and decoded without compiling CUE; one that differs only in
+// layout is checked against #Manifest and is still current; one that
+// breaks #Manifest is refused with its position; an edited source is
+// reported.
+func TestOpenSnapshot(t *testing.T) {
+	_, m, opts := verifyTree(t)
+	data, err := m.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func(data []byte) (*cue.Schema, *manifest.Manifest, []Diagnostic, error) {
+		schema := loadSchema(t)
+		got, ds, err := OpenSnapshot(schema, "m.json", data, opts)
+		return schema, got, ds, err
+	}
+
+	schema, got, ds, err := open(data)
+	if err != nil || len(ds) != 0 || schema.Compiled() {
+		t.Fatalf("identical snapshot: %v, %v, CUE compiled %v; want current without CUE", ds, err, schema.Compiled())
+	}
+	if b, _ := got.Encode(); !bytes.Equal(b, data) {
+		t.Errorf("identical snapshot decoded to\n%s\nwant\n%s", b, data)
+	}
+
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, data); err != nil {
+		t.Fatal(err)
+	}
+	schema, _, ds, err = open(compact.Bytes())
+	if err != nil || len(ds) != 0 || !schema.Compiled() {
+		t.Errorf("compacted snapshot: %v, %v, CUE compiled %v; want current, checked with CUE", ds, err, schema.Compiled())
+	}
+
+	bad := bytes.Replace(data, []byte(`"sessionPersistence": "ephemeral"`), []byte(`"sessionPersistence": "forever"`), 1)
+	if bytes.Equal(bad, data) {
+		t.Fatal("fixture lost its point: no sessionPersistence to break")
+	}
+	if _, _, _, err := open(bad); err == nil || !strings.Contains(err.Error(), "m.json:") {
+		t.Errorf("invalid snapshot: err %v, want a positioned #Manifest error", err)
+	}
+
+	if err := os.WriteFile(m.Profiles[0].SourcePath, []byte(`{"version":1,"name":"r","tools":["bash"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ds, err := open(data); err != nil || len(ds) != 1 || ds[0].Code != CodeSourceChanged {
+		t.Errorf("edited source: %v, %v; want one %s", ds, err, CodeSourceChanged)
 	}
 }

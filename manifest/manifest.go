@@ -169,6 +169,11 @@ func ReadManifest(schema *cue.Schema, path string) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
+	return ParseManifest(schema, path, data)
+}
+
+// ParseManifest is ReadManifest for a manifest already read from path.
+func ParseManifest(schema *cue.Schema, path string, data []byte) (*Manifest, error) {
 	if res := schema.ValidateJSON(cue.Manifest, path, data); !res.OK() {
 		f := res.Findings[0]
 		return nil, fmt.Errorf("read manifest %s:%d:%d: %s", f.File, f.Line, f.Column, f.Message)

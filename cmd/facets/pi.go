@@ -118,21 +118,14 @@ func newPiPlanCmd(a *app) *cobra.Command {
 			var plan pibridge.Plan
 			switch role {
 			case "main":
-				m, ds, err := mainManifest(&src, manifest)
+				m, ds, warning, err := mainManifest(&src, manifest)
 				if err != nil {
 					plan = pibridge.Plan{Role: "main", Error: err.Error()}
 					break
 				}
 				plan = pibridge.MainPlan(m, ds, profile)
-				if manifest != "" {
-					opts, err := src.options()
-					w := fmt.Sprintf("Cannot check whether Facets snapshot %s is current: %v", manifest, err)
-					if err == nil {
-						w = compiler.SnapshotWarning(m, manifest, opts)
-					}
-					if w != "" {
-						plan.Warnings = append(plan.Warnings, w)
-					}
+				if warning != "" {
+					plan.Warnings = append(plan.Warnings, warning)
 				}
 			case "sub":
 				c, err := openSubChannel(a)
@@ -161,17 +154,26 @@ func newPiPlanCmd(a *app) *cobra.Command {
 }
 
 // mainManifest is the Main's catalog: the frozen manifest when one is
-// given, so later edits to the sources change nothing, else a fresh compile.
-func mainManifest(src *sourceFlags, frozen string) (*manifest.Manifest, []compiler.Diagnostic, error) {
+// given, so later edits to the sources change nothing, with the warning
+// the Main shows when it is stale; else a fresh compile.
+func mainManifest(src *sourceFlags, frozen string) (*manifest.Manifest, []compiler.Diagnostic, string, error) {
 	if frozen == "" {
 		m, ds, _, err := src.compile(nil)
-		return m, ds, err
+		return m, ds, "", err
 	}
-	m, err := manifest.LoadManifest(frozen)
+	opts, err := src.options()
 	if err != nil {
-		return nil, nil, err
+		m, lerr := manifest.LoadManifest(frozen)
+		if lerr != nil {
+			return nil, nil, "", lerr
+		}
+		return m, m.Diagnostics, compiler.UncheckedLine(frozen, err), nil
 	}
-	return m, m.Diagnostics, nil
+	m, warning, err := compiler.StartupSnapshot(frozen, opts)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return m, m.Diagnostics, warning, nil
 }
 
 // newPiServeCmd is the extension's long-lived helper; it speaks JSON lines
