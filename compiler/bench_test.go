@@ -68,7 +68,7 @@ func BenchmarkCheck(b *testing.B) {
 			env := treeEnv(b, root, filepath.Join(root, "home"))
 			b.ResetTimer()
 			for b.Loop() {
-				m, ds := coldCompile(b, Options{Env: env, DiagnosticsOnly: true})
+				m, ds := coldCompile(b, Options{Env: env, NoDigests: true})
 				if len(m.Profiles) != n || len(m.Roles) != n || HasErrors(ds) {
 					b.Fatalf("got %d profiles, %d roles, diagnostics %v", len(m.Profiles), len(m.Roles), ds)
 				}
@@ -196,10 +196,10 @@ func TestParallelValidationMatchesSequential(t *testing.T) {
 	}
 }
 
-// TestDiagnosticsOnlyReportsTheSame checks that check's shortcut changes
+// TestNoDigestsReportsTheSame checks that check's shortcut changes
 // only the manifest's source digests: same diagnostics, same profiles,
 // and no skill file read.
-func TestDiagnosticsOnlyReportsTheSame(t *testing.T) {
+func TestNoDigestsReportsTheSame(t *testing.T) {
 	root := writeBenchTree(t, 3)
 	bad := filepath.Join(root, "agent", "facets", "profiles", "broken", "config.json")
 	if err := os.MkdirAll(filepath.Dir(bad), 0o755); err != nil {
@@ -211,7 +211,7 @@ func TestDiagnosticsOnlyReportsTheSame(t *testing.T) {
 	}
 	env := treeEnv(t, root, filepath.Join(root, "home"))
 	run := func(only bool) (*manifest.Manifest, []Diagnostic) {
-		return coldCompile(t, Options{Env: env, DiagnosticsOnly: only})
+		return coldCompile(t, Options{Env: env, NoDigests: only})
 	}
 	full, fullDs := run(false)
 	short, shortDs := run(true)

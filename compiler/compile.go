@@ -31,10 +31,11 @@ type Options struct {
 	RolePacks []string
 	// Workers bounds parallel schema validation; zero means GOMAXPROCS.
 	Workers int
-	// DiagnosticsOnly leaves out the manifest's digests (no resolved skill
+	// NoDigests leaves out the manifest's digests (no resolved skill
 	// file is read, no source hashed), which never yield a diagnostic: for
-	// check, which prints diagnostics and discards the manifest.
-	DiagnosticsOnly bool
+	// check, which discards the manifest, and the Pi startup plan, which
+	// reads no digest. A manifest compiled so is never written or frozen.
+	NoDigests bool
 }
 
 // SplitRolePacks splits a FACETS_ROLE_PACKS value, a list separated like
@@ -76,7 +77,7 @@ type candidate struct {
 func Compile(schema *cue.Schema, opts Options) (*manifest.Manifest, []Diagnostic, error) {
 	env := opts.Env
 	c := &compilation{validator: validator{schema: schema}, workers: opts.Workers, env: env, sources: map[string]string{},
-		diagnosticsOnly: opts.DiagnosticsOnly, realPaths: &profiles.RealPaths{}}
+		noDigests: opts.NoDigests, realPaths: &profiles.RealPaths{}}
 	trust, err := profiles.DecideTrust(env, opts.TrustFlag)
 	if err != nil {
 		// Without a readable decision the project stays untrusted, the safe
@@ -119,7 +120,7 @@ func Compile(schema *cue.Schema, opts Options) (*manifest.Manifest, []Diagnostic
 		roles, roleDiags, roleSources = compileRoles(s, RoleInput{
 			BundledDir: opts.BundledRoles, Packs: opts.RolePacks,
 			AgentDir: env.AgentDir, Cwd: env.Cwd, Trusted: trust.Trusted, Workers: opts.Workers,
-			NoDigests: opts.DiagnosticsOnly,
+			NoDigests: opts.NoDigests,
 		})
 	}
 	roleSchema, err := cue.Load()
@@ -161,10 +162,10 @@ func Compile(schema *cue.Schema, opts Options) (*manifest.Manifest, []Diagnostic
 
 type compilation struct {
 	validator
-	workers         int
-	env             profiles.Env
-	sources         map[string]string
-	diagnosticsOnly bool
+	workers   int
+	env       profiles.Env
+	sources   map[string]string
+	noDigests bool
 	// realPaths is shared by the parallel per-profile resolutions.
 	realPaths *profiles.RealPaths
 }
@@ -225,10 +226,10 @@ func (c *compilation) profiles(trusted bool) []manifest.Profile {
 	for _, sp := range scopes {
 		c.diags = append(c.diags, sp.Problems...)
 		for _, e := range sp.Entries {
-			if e.Config != nil && !c.diagnosticsOnly {
+			if e.Config != nil && !c.noDigests {
 				c.sources[e.ConfigPath] = manifest.Digest(e.Config)
 			}
-			if e.Instructions != nil && !c.diagnosticsOnly {
+			if e.Instructions != nil && !c.noDigests {
 				c.sources[e.Instructions.Path] = manifest.Digest(e.Instructions.Content)
 			}
 			ce := checked[i]
@@ -288,7 +289,7 @@ func (c *compilation) profiles(trusted bool) []manifest.Profile {
 	}
 	done := make([]resolved, len(names))
 	forEachParallel(nil, len(names), c.workers, func(_ *cue.Schema, i int) {
-		local := &compilation{env: c.env, sources: map[string]string{}, diagnosticsOnly: c.diagnosticsOnly, realPaths: c.realPaths}
+		local := &compilation{env: c.env, sources: map[string]string{}, noDigests: c.noDigests, realPaths: c.realPaths}
 		p, ok := local.resolve(effective[names[i]], trusted, shadowed[names[i]])
 		done[i] = resolved{p, ok, local.diags, local.sources}
 	})
@@ -471,7 +472,7 @@ func (c *compilation) resolve(cand *candidate, trusted bool, overrides []string)
 		launch.Instructions = cfg.Instructions
 		launch.InstructionsSource = e.ConfigPath
 	}
-	if launch.Instructions != "" && !c.diagnosticsOnly {
+	if launch.Instructions != "" && !c.noDigests {
 		launch.InstructionsSHA256 = manifest.Digest([]byte(launch.Instructions))
 	}
 
@@ -494,7 +495,7 @@ func (c *compilation) resolve(cand *candidate, trusted bool, overrides []string)
 		launch.Skills = []string{}
 	}
 	for _, s := range launch.Skills {
-		if !c.diagnosticsOnly {
+		if !c.noDigests {
 			c.readSource(s)
 		}
 	}
@@ -508,7 +509,7 @@ func (c *compilation) resolve(cand *candidate, trusted bool, overrides []string)
 		Overrides:      overrides,
 		Launch:         launch,
 	}
-	if !c.diagnosticsOnly {
+	if !c.noDigests {
 		p.SourceSHA256 = manifest.Digest(e.Config)
 	}
 	return p, true
@@ -552,7 +553,7 @@ func (c *compilation) mainSections(trusted bool) []manifest.MainSection {
 	var out []manifest.MainSection
 	for _, f := range files {
 		var d string
-		if !c.diagnosticsOnly {
+		if !c.noDigests {
 			d = manifest.Digest(f.Raw)
 			c.sources[f.Path] = d
 		}

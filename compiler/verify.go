@@ -101,7 +101,7 @@ func Verify(schema *cue.Schema, frozen *manifest.Manifest, path string, opts Opt
 func compileLike(schema *cue.Schema, frozen *manifest.Manifest, path string, opts Options) (*manifest.Manifest, error) {
 	opts.Env.Cwd, opts.Env.AgentDir = frozen.Cwd, frozen.AgentDir
 	opts.Names = nil
-	opts.DiagnosticsOnly = false
+	opts.NoDigests = false
 	if opts.TrustFlag == nil && frozen.Trust.Reason == "flag" {
 		t := frozen.Trust.Trusted
 		opts.TrustFlag = &t

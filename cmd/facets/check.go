@@ -7,7 +7,7 @@ import (
 )
 
 func newCheckCmd(a *app) *cobra.Command {
-	src := sourceFlags{diagnosticsOnly: true}
+	src := sourceFlags{noDigests: true}
 	var rep reportFlags
 	cmd := &cobra.Command{
 		Use:   "check [PROFILE...]",

@@ -107,7 +107,7 @@ func extensionDir(a *app, dir, agentDir string) (string, error) {
 // newPiPlanCmd is the extension's startup call; it always prints a plan so
 // the extension can show the error inside Pi.
 func newPiPlanCmd(a *app) *cobra.Command {
-	var src sourceFlags
+	src := sourceFlags{noDigests: true}
 	var role, profile, manifest string
 	cmd := &cobra.Command{
 		Use:    "plan --role main|sub [--profile NAME]",

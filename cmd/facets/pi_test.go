@@ -8,7 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/internal/envvar"
+	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/runtime/launch"
 	"github.com/facets-dev/facets/runtime/pibridge"
 )
@@ -112,4 +117,54 @@ func TestSubPlanCarriesTheTask(t *testing.T) {
 	if plan.Error != "" || plan.Kickoff != launch.KickoffPrompt || plan.Task != c.Manifest().Task {
 		t.Errorf("sub plan kickoff %q task %q error %q; want %q and %q", plan.Kickoff, plan.Task, plan.Error, launch.KickoffPrompt, c.Manifest().Task)
 	}
+}
+
+// TestPlanNeedsNoDigests: the startup plan compiles without digests
+// (sourceFlags.noDigests), which is only sound while no plan reads one:
+// every plan of the example tree, with each profile and with none, is the
+// same from a manifest with digests and from one without.
+func TestPlanNeedsNoDigests(t *testing.T) {
+	t.Parallel()
+	example, err := filepath.Abs(filepath.Join("..", "..", "testdata", "example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var src sourceFlags
+	src.getenv = func(string) string { return "" }
+	src.agentDir, src.cwd, src.home, src.trust = filepath.Join(example, "agent"), filepath.Join(example, "project", "service"), t.TempDir(), true
+	src.rolePacks = []string{filepath.Join(example, "rolepack", "roles")}
+	opts, err := src.options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	compile := func(noDigests bool) (*manifest.Manifest, []compiler.Diagnostic) {
+		opts.NoDigests = noDigests
+		schema, err := cue.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, ds, err := compiler.Compile(schema, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, ds
+	}
+	full, fullDs := compile(false)
+	bare, bareDs := compile(true)
+	if len(full.Profiles) < 2 || full.Profiles[0].SourceSHA256 == "" || bare.Profiles[0].SourceSHA256 != "" {
+		t.Fatalf("fixture lost its point: %d profiles, digests %q / %q", len(full.Profiles), full.Profiles[0].SourceSHA256, bare.Profiles[0].SourceSHA256)
+	}
+	for _, name := range append([]string{""}, profileNames(full)...) {
+		if diff := cmp.Diff(pibridge.MainPlan(full, fullDs, name), pibridge.MainPlan(bare, bareDs, name)); diff != "" {
+			t.Errorf("plan for %q differs without digests (-with +without):\n%s", name, diff)
+		}
+	}
+}
+
+func profileNames(m *manifest.Manifest) []string {
+	var names []string
+	for _, p := range m.Profiles {
+		names = append(names, p.Name)
+	}
+	return names
 }

@@ -25,8 +25,9 @@ type sourceFlags struct {
 	bundledRoles string
 	getenv       func(string) string
 	home         string
-	// diagnosticsOnly is set by check, which discards the manifest.
-	diagnosticsOnly bool
+	// noDigests is set by check, which discards the manifest, and by the
+	// Pi startup plan, which reads no digest (compiler.Options.NoDigests).
+	noDigests bool
 }
 
 func (f *sourceFlags) register(a *app, cmd *cobra.Command) {
@@ -91,7 +92,7 @@ func (f *sourceFlags) compile(names []string) (*manifest.Manifest, []compiler.Di
 		return nil, nil, opts, err
 	}
 	opts.Names = names
-	opts.DiagnosticsOnly = f.diagnosticsOnly
+	opts.NoDigests = f.noDigests
 	defer lazyGC()()
 	schema, err := cue.Load()
 	if err != nil {
