@@ -14,7 +14,7 @@ import (
 )
 
 // verifyTree writes a one-profile agent dir and compiles it.
-func verifyTree(t *testing.T) (*cue.Schema, *manifest.Manifest, Options) {
+func verifyTree(t testing.TB) (*cue.Schema, *manifest.Manifest, Options) {
 	t.Helper()
 	root := t.TempDir()
 	agent := filepath.Join(root, "agent")

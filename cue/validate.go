@@ -255,13 +255,35 @@ func (s *Schema) validate(d Definition, file string, lit *ast.StructLit, data cu
 		}
 		top := path[0]
 		format, _ := e.Msg()
-		if !present[top] || strings.Contains(format, "field not allowed") || strings.Contains(format, "field is required") {
+		// The structural pass reported missing and unknown keys of the
+		// document itself; those of a nested struct (a manifest's trust,
+		// a profile entry) are reported here.
+		structural := strings.Contains(format, "field not allowed") || strings.Contains(format, "field is required")
+		if !present[top] || (structural && len(path) == 1) {
 			continue
 		}
 		if isUnknown(res.Findings, top) {
 			continue
 		}
 		key := strings.Join(path, ".")
+		if structural {
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			name, in := path[len(path)-1], strings.Join(path[:len(path)-1], ".")
+			code, msg, hint := CodeMissingField, fmt.Sprintf("missing required field %q in %s", name, in), fmt.Sprintf("add %q to %s", name, in)
+			if strings.Contains(format, "field not allowed") {
+				code, msg, hint = CodeUnknownField, fmt.Sprintf("unknown field %q in %s", name, in), "remove it"
+			}
+			line, col := dataPos(e, file)
+			if line == 0 {
+				line, col = posOf(fieldPos[top])
+			}
+			res.Findings = append(res.Findings, Finding{Field: key, Diagnostic: diag.Diagnostic{Severity: diag.Error, File: file, Line: line, Column: col,
+				Code: code, Message: msg, Hint: hint}})
+			continue
+		}
 		msg, hint := meta.text(top)
 		// A bad list entry is reported at the entry, once per entry, with
 		// what each entry must be; other errors once per field.
@@ -290,6 +312,12 @@ func (s *Schema) validate(d Definition, file string, lit *ast.StructLit, data cu
 			Code: CodeInvalidValue, Message: msg, Hint: hint}})
 	}
 	res.Findings = append(res.Findings, s.entryFindings(d, file, lit, data, present, fieldPos, seen)...)
+	if err != nil && len(res.Findings) == 0 {
+		// Never "invalid" without saying why: a CUE error none of the
+		// rules above placed is reported as CUE words it, at the document.
+		res.Findings = append(res.Findings, Finding{Diagnostic: diag.Diagnostic{Severity: diag.Error, File: file, Line: docLine, Column: docCol,
+			Code: CodeInvalidValue, Message: cueerrors.Errors(err)[0].Error(), Hint: "compare the document with " + string(d)}})
+	}
 	sortFindings(res.Findings)
 	res.doc = data
 	res.ok = err == nil

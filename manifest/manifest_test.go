@@ -61,21 +61,35 @@ func TestReadManifestRoundTrip(t *testing.T) {
 
 // TestReadManifestRejects: a manifest that breaks #Manifest is refused with
 // its file and position, before anything is launched from it.
+// TestReadManifestRejects: every way a manifest can break #Manifest,
+// nested ones included, is an error naming the file, the position and the
+// field (a nested missing or unknown key once panicked: CUE's error had no
+// finding).
 func TestReadManifestRejects(t *testing.T) {
 	b, err := sample().Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, edit := range map[string]func(string) string{
-		"wrong version": func(s string) string { return strings.Replace(s, `"version": 1`, `"version": 2`, 1) },
-		"bad trust":     func(s string) string { return strings.Replace(s, `"reason": "flag"`, `"reason": "hope"`, 1) },
-		"relative cwd":  func(s string) string { return strings.Replace(s, `"cwd": "/work"`, `"cwd": "work"`, 1) },
+	for _, tc := range []struct {
+		name, old, new, want string
+	}{
+		{"wrong version", `"version": 1`, `"version": 2`, "version"},
+		{"bad trust", `"reason": "flag"`, `"reason": "hope"`, "trust"},
+		{"relative cwd", `"cwd": "/work"`, `"cwd": "work"`, "cwd"},
+		{"nested key misspelt", `"reason": "flag"`, `"reasons": "flag"`, `unknown field "reasons" in trust`},
+		{"entry key missing", `"agentInvokable": true,`, ``, `missing required field "agentInvokable" in profiles.0`},
+		{"nested key unknown", `"invocation": "both"`, `"invocation": "both", "sandbox": true`, `unknown field "sandbox" in profiles.0.launch`},
+		{"empty trust", `"trusted": true,`, ``, `missing required field "trusted" in trust`},
 	} {
-		t.Run(name, func(t *testing.T) {
-			path := write(t, []byte(edit(string(b))))
+		t.Run(tc.name, func(t *testing.T) {
+			doc := strings.Replace(string(b), tc.old, tc.new, 1)
+			if doc == string(b) {
+				t.Fatalf("fixture lost its point: no %s in the sample", tc.old)
+			}
+			path := write(t, []byte(doc))
 			_, err := LoadManifest(path)
-			if err == nil || !strings.Contains(err.Error(), "read manifest "+path+":") {
-				t.Errorf("err = %v, want a positioned error naming %s", err, path)
+			if err == nil || !strings.Contains(err.Error(), "read manifest "+path+":") || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want a positioned error naming %s and saying %q", err, path, tc.want)
 			}
 		})
 	}
