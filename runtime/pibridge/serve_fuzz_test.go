@@ -30,8 +30,8 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// FuzzServeRequests feeds a Sub's bridge arbitrary JSON lines on stdin, as
-// a broken or hostile extension could send them. Serve must never panic
+// FuzzServeRequests feeds a Sub's or a Main's bridge arbitrary JSON lines
+// on stdin, as a broken or hostile extension could send them. Serve must never panic
 // and must return once stdin ends; everything it writes is a JSON event of
 // a known type; a line that is not a request is reported as a problem, not
 // dropped silently; and each send or sync request gets exactly one result
@@ -47,14 +47,20 @@ func FuzzServeRequests(f *testing.F) {
 		"not json\n\n[]\nnull\n{\"op\":\"sync\",\"id\":9223372036854775807}",
 		`{"op":"send","id":3,"text":"\ud800\u0000"}`,
 	} {
-		f.Add([]byte(seed))
+		f.Add([]byte(seed), false)
+		f.Add([]byte(seed), true)
 	}
-	f.Fuzz(func(t *testing.T, in []byte) {
-		ch := newChannel(t, privateRoot(t), "main-1")
+	f.Fuzz(func(t *testing.T, in []byte, main bool) {
+		root := privateRoot(t)
+		ch := newChannel(t, root, "main-1")
+		opts := ServeOptions{Role: "sub", ChannelDir: ch.Dir(), Token: ch.Manifest().Token}
+		if main {
+			opts = ServeOptions{Role: "main", Root: root, MainSession: "main-1"}
+		}
 		var out lockedBuffer
 		done := make(chan error, 1)
 		go func() {
-			done <- Serve(context.Background(), bytes.NewReader(in), &out, ServeOptions{Role: "sub", ChannelDir: ch.Dir(), Token: ch.Manifest().Token})
+			done <- Serve(context.Background(), bytes.NewReader(in), &out, opts)
 		}()
 		select {
 		case err := <-done:
