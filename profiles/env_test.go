@@ -81,6 +81,9 @@ func TestDecideTrust(t *testing.T) {
 		{name: "trust.json beats settings", trust: `{"ROOT/p": false}`, settings: `{"defaultProjectTrust":"always"}`, want: Trust{Reason: "trust.json", Path: "ROOT/p"}},
 		{name: "malformed trust.json", trust: `{"ROOT/p": tru`, wantErr: "trust.json"},
 		{name: "malformed settings", settings: `[`, wantErr: "settings.json"},
+		// Empty once the byte order mark is skipped: refused, not a panic.
+		{name: "trust.json holding only a BOM", trust: "\xEF\xBB\xBF", wantErr: "trust.json: unexpected end of JSON input"},
+		{name: "settings.json holding only a BOM", settings: "\xEF\xBB\xBF", wantErr: "settings.json: unexpected end of JSON input"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root, err := filepath.EvalSymlinks(t.TempDir())

@@ -173,9 +173,10 @@ func readJSONFile(path string, v any, shape func([]byte, *json.UnmarshalTypeErro
 	return nil
 }
 
-// lineCol turns a byte offset into a 1-based line and column.
+// lineCol turns a byte offset into a 1-based line and column. An empty
+// document (a file holding only a byte order mark) is at line 1, column 1.
 func lineCol(b []byte, off int64) (int, int) {
-	off = min(max(off, 1), int64(len(b)))
+	off = max(min(off, int64(len(b))), 1)
 	line, col := 1, 1
 	for _, c := range b[:off-1] {
 		if c == '\n' {

@@ -3,6 +3,7 @@ package launch
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -79,6 +80,10 @@ func ParseToolSource(v string) (string, ToolSource, error) {
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&t); err != nil {
 			return "", ToolSource{}, fmt.Errorf("tool source %q: %w", v, err)
+		}
+		// A second value would be dropped unseen; refuse the argument.
+		if _, err := dec.Token(); err != io.EOF {
+			return "", ToolSource{}, fmt.Errorf("tool source %q: unexpected data after the JSON object", v)
 		}
 	} else {
 		var ok bool

@@ -4,6 +4,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -112,5 +114,39 @@ func TestArgsLoadResolvedExtensions(t *testing.T) {
 	want := []string{"/bridge/index.ts", "/ext/web.ts", "builtin:codemode", "builtin:tool-search", "builtin:mcp"}
 	if diff := cmp.Diff(want, exts); diff != "" {
 		t.Errorf("-e values (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseToolSource(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		name    string
+		src     ToolSource
+		wantErr string
+	}{
+		{in: "read=builtin:read", name: "read", src: ToolSource{Path: "builtin:read", Source: "builtin"}},
+		{in: "grep=<builtin:grep>", name: "grep", src: ToolSource{Path: "<builtin:grep>", Source: "builtin"}},
+		{in: "a=b=c", name: "a", src: ToolSource{Path: "b=c"}},
+		{in: `{"name":"web","path":"/e/web.ts","source":"npm:web"}`, name: "web", src: ToolSource{Path: "/e/web.ts", Source: "npm:web"}},
+		{in: ` {"name":"web"} `, wantErr: "want NAME=PATH"},
+		{in: "noequals", wantErr: "want NAME=PATH"},
+		{in: "=x", wantErr: "names no tool"},
+		{in: `{"name":"x","extra":1}`, wantErr: "unknown field"},
+		// A second value would be dropped unseen: the whole argument must
+		// be one object.
+		{in: `{"name":"a"}{"name":"b"}`, wantErr: "after the JSON object"},
+		{in: `{"name":"a"} trailing`, wantErr: "after the JSON object"},
+		{in: "{\"name\":\"a\"}\n", name: "a"},
+	} {
+		name, src, err := ParseToolSource(tc.in)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), strconv.Quote(tc.in)) {
+				t.Errorf("ParseToolSource(%q) = %q, %+v, %v; want an error quoting it with %q", tc.in, name, src, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || name != tc.name || src != tc.src {
+			t.Errorf("ParseToolSource(%q) = %q, %+v, %v; want %q, %+v", tc.in, name, src, err, tc.name, tc.src)
+		}
 	}
 }
