@@ -1,12 +1,12 @@
 package herdr
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/facets-dev/facets/internal/safefile/safefiletest"
 )
 
 // FuzzVisibilityState feeds the plugin's saved choice (visibility.json in
@@ -20,16 +20,12 @@ func FuzzVisibilityState(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v := Visibility{StateDir: t.TempDir()}
 		path := filepath.Join(v.StateDir, visibilityFile)
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		safefiletest.Put(t, path, data)
 		st, err := v.load()
 		if err != nil {
-			if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "delete it to reset") {
-				t.Fatalf("refusal does not name the file or say how to reset it: %v", err)
-			}
-			if on, rerr := os.ReadFile(path); rerr != nil || !bytes.Equal(on, data) {
-				t.Fatalf("refused state is no longer on disk as it was: %v", rerr)
+			safefiletest.Kept(t, err, path, data)
+			if !strings.Contains(err.Error(), "delete it to reset") {
+				t.Fatalf("refusal does not say how to reset the file: %v", err)
 			}
 			return
 		}

@@ -3,10 +3,11 @@ package profiles
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/facets-dev/facets/internal/safefile/safefiletest"
 )
 
 // FuzzReadPackage feeds a role pack's package.json to readPackage. It must
@@ -29,9 +30,7 @@ func FuzzReadPackage(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(t.TempDir(), "package.json")
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		safefiletest.Put(t, path, data)
 		d := &roleDiscovery{packages: map[string]packageIdentity{}}
 		id := d.readPackage(path)
 		for _, p := range d.problems {

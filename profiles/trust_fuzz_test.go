@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/facets-dev/facets/internal/safefile/safefiletest"
 )
 
 // FuzzDecideTrust feeds DecideTrust an arbitrary trust.json and Pi
@@ -34,12 +35,8 @@ func FuzzDecideTrust(f *testing.F) {
 	f.Fuzz(func(t *testing.T, trust, settings []byte) {
 		dir := t.TempDir()
 		trustFile, settingsFile := filepath.Join(dir, "trust.json"), filepath.Join(dir, "settings.json")
-		if err := os.WriteFile(trustFile, trust, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(settingsFile, settings, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		safefiletest.Put(t, trustFile, trust)
+		safefiletest.Put(t, settingsFile, settings)
 		got, err := DecideTrust(Env{AgentDir: dir, Cwd: cwd}, nil)
 		if err != nil {
 			var se *SettingsError

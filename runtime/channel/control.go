@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -60,13 +61,13 @@ type closureRecord struct {
 func (c *Channel) writeControl(name string, v any) error {
 	data, err := encodeJSON(v)
 	if err != nil {
-		return fmt.Errorf("write %s in %s: %w", name, c.dir, err)
+		return fmt.Errorf("write %s: %w", filepath.Join(c.dir, name), err)
 	}
 	if len(data) > maxControlBytes {
-		return fmt.Errorf("write %s in %s: %d bytes exceeds %d", name, c.dir, len(data), maxControlBytes)
+		return fmt.Errorf("write %s: %d bytes exceeds %d", filepath.Join(c.dir, name), len(data), maxControlBytes)
 	}
 	if err := writeAtomic(c.root, name, data, c.fault); err != nil {
-		return fmt.Errorf("write %s in %s: %w", name, c.dir, err)
+		return fmt.Errorf("write %s: %w", filepath.Join(c.dir, name), err)
 	}
 	return nil
 }
@@ -83,7 +84,7 @@ func (c *Channel) readControl(name string, v any, check func() error) (bool, err
 		err = c.decodeControl(data, v, check)
 	}
 	if err != nil {
-		return false, fmt.Errorf("read %s in %s: %w", name, c.dir, err)
+		return false, fmt.Errorf("read %s: %w", filepath.Join(c.dir, name), err)
 	}
 	return true, nil
 }
@@ -111,7 +112,7 @@ func (c *Channel) decodeControl(data []byte, v any, check func() error) error {
 func (c *Channel) removeControl(name string) error {
 	err := unix.Unlinkat(int(c.root.Fd()), name, 0)
 	if err != nil && !errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("remove %s in %s: %w", name, c.dir, err)
+		return fmt.Errorf("remove %s: %w", filepath.Join(c.dir, name), err)
 	}
 	return syncDir(c.root, c.fault)
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/facets-dev/facets/internal/safefile/safefiletest"
 )
 
 // withIdentity lets seeds and fuzzed inputs spell the channel's own run id
@@ -60,17 +62,10 @@ func FuzzReadControl(f *testing.F) {
 		ours := err == nil && checkIdentity(m, c.identity()) == nil
 		for _, r := range readers {
 			path := filepath.Join(c.Dir(), r.file)
-			if err := os.WriteFile(path, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			safefiletest.Put(t, path, data)
 			ok, err := r.read()
 			if err != nil {
-				if !strings.Contains(err.Error(), r.file) || !strings.Contains(err.Error(), c.Dir()) {
-					t.Fatalf("refusal does not name %s in %s: %v", r.file, c.Dir(), err)
-				}
-				if on, rerr := os.ReadFile(path); rerr != nil || !bytes.Equal(on, data) {
-					t.Fatalf("refused %s is no longer on disk as it was: %v", r.file, rerr)
-				}
+				safefiletest.Kept(t, err, path, data)
 				continue
 			}
 			if !ok || !ours || !r.need() {

@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/facets-dev/facets/internal/safefile/safefiletest"
 )
 
 // FuzzOpenFileReceipts feeds arbitrary bytes to the receipt log loader. It
@@ -29,17 +30,10 @@ func FuzzOpenFileReceipts(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(t.TempDir(), "receipts.jsonl")
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		safefiletest.Put(t, path, data)
 		s, err := OpenFileReceipts(path)
 		if err != nil {
-			if !strings.Contains(err.Error(), path) {
-				t.Fatalf("refusal does not name the log: %v", err)
-			}
-			if on, rerr := os.ReadFile(path); rerr != nil || !bytes.Equal(on, data) {
-				t.Fatalf("refused log is no longer on disk as it was: %v", rerr)
-			}
+			safefiletest.Kept(t, err, path, data)
 			return
 		}
 		kept := data[:bytes.LastIndexByte(data, '\n')+1]

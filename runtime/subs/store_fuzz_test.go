@@ -1,15 +1,14 @@
 package subs
 
 import (
-	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/facets-dev/facets/internal/safefile/safefiletest"
 )
 
 // FuzzStoreRecords feeds a run record and a binding, files any process of
@@ -31,29 +30,14 @@ func FuzzStoreRecords(f *testing.F) {
 	f.Fuzz(func(t *testing.T, run, binding []byte) {
 		st := Store{Dir: t.TempDir()}
 		runFile, bindingFile := st.runPath("main-1", "run-1"), st.bindingPath("main-1", "review")
-		for file, data := range map[string][]byte{runFile: run, bindingFile: binding} {
-			if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(file, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}
-		refused := func(err error, file string, data []byte) {
-			t.Helper()
-			if !strings.Contains(err.Error(), file) {
-				t.Fatalf("refusal does not name %s: %v", file, err)
-			}
-			if on, rerr := os.ReadFile(file); rerr != nil || !bytes.Equal(on, data) {
-				t.Fatalf("refused %s is no longer on disk as it was: %v", file, rerr)
-			}
-		}
+		safefiletest.Put(t, runFile, run)
+		safefiletest.Put(t, bindingFile, binding)
 
 		r, ok, err := st.LoadRun("main-1", "run-1")
 		runs, lerr := st.Runs("main-1")
 		var bad BadRecordsError
 		if err != nil {
-			refused(err, runFile, run)
+			safefiletest.Kept(t, err, runFile, run)
 			if !errors.As(lerr, &bad) || len(bad) != 1 || len(runs) != 0 || !strings.Contains(bad[0].Error(), runFile) {
 				t.Fatalf("Runs = %v, %v; want one bad record naming %s", runs, lerr, runFile)
 			}
@@ -76,7 +60,7 @@ func FuzzStoreRecords(f *testing.F) {
 
 		b, ok, err := st.LoadBinding("main-1", "review")
 		if err != nil {
-			refused(err, bindingFile, binding)
+			safefiletest.Kept(t, err, bindingFile, binding)
 			return
 		}
 		if !ok {

@@ -3,6 +3,7 @@
 package safefiletest
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,5 +87,30 @@ func Refused(t *testing.T, limit int64, name string, read func(path string) erro
 				t.Errorf("read: %v, want an error naming %s", err, path)
 			}
 		})
+	}
+}
+
+// Put writes data to path as an untrusted file facets will read, creating
+// its directory.
+func Put(tb testing.TB, path string, data []byte) {
+	tb.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// Kept checks a reader's refusal err of the file at path that held data:
+// the error names path, and the file is still there exactly as it was, so
+// the user can inspect what was refused instead of losing it.
+func Kept(tb testing.TB, err error, path string, data []byte) {
+	tb.Helper()
+	if err == nil || !strings.Contains(err.Error(), path) {
+		tb.Fatalf("refusal %v does not name %s", err, path)
+	}
+	if on, rerr := os.ReadFile(path); rerr != nil || !bytes.Equal(on, data) {
+		tb.Fatalf("refused %s is no longer on disk as it was: %v", path, rerr)
 	}
 }
