@@ -96,21 +96,28 @@ func (f *runFlags) runtime(bridge string) (*subs.Runtime, error) {
 // textResult is what a Main's operation returns: its details, and its text.
 type textResult interface{ Text() string }
 
-// mainOp runs one operation on this Main's Subs and reports it: it builds the
-// runtime, refuses without a Main session, then prints op's result or failure.
-func (f *runFlags) mainOp(a *app, op func(rt *subs.Runtime) (textResult, error)) error {
-	rt, err := f.runtime("")
-	if err != nil {
-		return err
+// newMainOpCmd completes cmd (Use, Short and Long set) as a command that runs
+// op on this Main's Subs: it builds the runtime, refuses without a Main
+// session, then prints op's result or failure in the chosen format.
+func newMainOpCmd(a *app, cmd *cobra.Command, op func(cmd *cobra.Command, rt *subs.Runtime, mainSession string) (textResult, error)) *cobra.Command {
+	var rf runFlags
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		rt, err := rf.runtime("")
+		if err != nil {
+			return err
+		}
+		if err := rf.requireMain(a); err != nil {
+			return err
+		}
+		r, err := op(cmd, rt, rf.mainSession)
+		if err != nil {
+			return rf.failure(a, err)
+		}
+		return rf.result(a, r.Text(), r)
 	}
-	if err := f.requireMain(a); err != nil {
-		return err
-	}
-	r, err := op(rt)
-	if err != nil {
-		return f.failure(a, err)
-	}
-	return f.result(a, r.Text(), r)
+	rf.register(a, cmd)
+	return cmd
 }
 
 // runIDFlag adds the required --run flag of the commands that act on one Sub.
@@ -378,60 +385,47 @@ queued (plus "messageId" when queued); "text" is the notification line
 }
 
 func newTalkCmd(a *app) *cobra.Command {
-	var rf runFlags
 	var runID, message string
-	cmd := &cobra.Command{
+	cmd := newMainOpCmd(a, &cobra.Command{
 		Use:   "talk --run RUNID [--message TEXT]",
 		Short: "Queue one message (from --message or stdin) for an open Sub",
 		Long: `talk queues one message for an open Sub of this Main (run id or unique
 prefix). Queuing is not acceptance; the Sub acknowledges it later.
 
 --format json prints {"ok":true,"text","runId","title","messageId","sequence"}.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return rf.mainOp(a, func(rt *subs.Runtime) (textResult, error) {
-				if !cmd.Flags().Changed("message") {
-					var err error
-					if message, err = a.stdinMessage(); err != nil {
-						return nil, usageError{err}
-					}
-				}
-				return rt.Talk(rf.mainSession, runID, message)
-			})
-		},
-	}
-	rf.register(a, cmd)
+	}, func(cmd *cobra.Command, rt *subs.Runtime, mainSession string) (textResult, error) {
+		if !cmd.Flags().Changed("message") {
+			var err error
+			if message, err = a.stdinMessage(); err != nil {
+				return nil, usageError{err}
+			}
+		}
+		return rt.Talk(mainSession, runID, message)
+	})
 	runIDFlag(cmd, &runID)
 	cmd.Flags().StringVar(&message, "message", "", "the message (default: read stdin)")
 	return cmd
 }
 
 func newInterruptCmd(a *app) *cobra.Command {
-	var rf runFlags
 	var runID string
-	cmd := &cobra.Command{
+	cmd := newMainOpCmd(a, &cobra.Command{
 		Use:   "interrupt --run RUNID",
 		Short: "Ask an open Sub to stop its current turn, keeping its session and tab",
 		Long: `interrupt names the Sub's current turn; the Sub ignores the request once
 that turn is over, so a late interrupt cannot cancel later work.
 
 --format json prints {"ok":true,"text","runId","title","turnId"}.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return rf.mainOp(a, func(rt *subs.Runtime) (textResult, error) {
-				return rt.Interrupt(rf.mainSession, runID)
-			})
-		},
-	}
-	rf.register(a, cmd)
+	}, func(_ *cobra.Command, rt *subs.Runtime, mainSession string) (textResult, error) {
+		return rt.Interrupt(mainSession, runID)
+	})
 	runIDFlag(cmd, &runID)
 	return cmd
 }
 
 func newCloseCmd(a *app) *cobra.Command {
-	var rf runFlags
 	var runID, reason string
-	cmd := &cobra.Command{
+	cmd := newMainOpCmd(a, &cobra.Command{
 		Use:   "close --run RUNID [--reason R]",
 		Short: "Close a Sub: request close, close its Herdr tab, release its slot",
 		Long: `close writes close.json, closes the Sub's Herdr tab and checks the result.
@@ -440,25 +434,19 @@ this also releases a run kept after a failed launch rollback. Undelivered
 Sub messages keep the channel ("retained") without holding a slot.
 
 --format json prints {"ok":true,"text","runId","title","retained"}.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return rf.mainOp(a, func(rt *subs.Runtime) (textResult, error) {
-				ctx, stop := signalContext(cmd)
-				defer stop()
-				return rt.Close(ctx, rf.mainSession, runID, reason)
-			})
-		},
-	}
-	rf.register(a, cmd)
+	}, func(cmd *cobra.Command, rt *subs.Runtime, mainSession string) (textResult, error) {
+		ctx, stop := signalContext(cmd)
+		defer stop()
+		return rt.Close(ctx, mainSession, runID, reason)
+	})
 	runIDFlag(cmd, &runID)
 	cmd.Flags().StringVar(&reason, "reason", "", "reason recorded in close.json (default: "+subs.DefaultCloseReason+")")
 	return cmd
 }
 
 func newListCmd(a *app) *cobra.Command {
-	var rf runFlags
 	var all bool
-	cmd := &cobra.Command{
+	cmd := newMainOpCmd(a, &cobra.Command{
 		Use:   "list [--all]",
 		Short: "List this Main's Subs with Herdr's live status, and resumable sessions",
 		Long: `list shows open Subs that are persistent or not idle (working, blocked,
@@ -472,14 +460,9 @@ unknown when Herdr cannot report it.
 "adapter","elapsedSeconds","launchError"?}],"resumable":[{"sessionId",
 "sessionFile"?,"title","cwd","modifiedAt","modifiedSecondsAgo","origin"?,
 "profileName"?,"purpose"?}]}.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return rf.mainOp(a, func(rt *subs.Runtime) (textResult, error) {
-				return rt.List(cmd.Context(), rf.mainSession, all)
-			})
-		},
-	}
-	rf.register(a, cmd)
+	}, func(cmd *cobra.Command, rt *subs.Runtime, mainSession string) (textResult, error) {
+		return rt.List(cmd.Context(), mainSession, all)
+	})
 	cmd.Flags().BoolVar(&all, "all", false, "also list idle and unknown ephemeral Subs")
 	return cmd
 }
