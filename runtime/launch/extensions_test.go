@@ -1,12 +1,14 @@
 package launch
 
 import (
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -117,27 +119,37 @@ func TestArgsLoadResolvedExtensions(t *testing.T) {
 	}
 }
 
+// parseToolSourceCases are the --tool-source values with what
+// ParseToolSource makes of them; they also seed FuzzParseToolSource.
+var parseToolSourceCases = []struct {
+	in      string
+	name    string
+	src     ToolSource
+	wantErr string
+}{
+	{in: "read=builtin:read", name: "read", src: ToolSource{Path: "builtin:read", Source: "builtin"}},
+	{in: "grep=<builtin:grep>", name: "grep", src: ToolSource{Path: "<builtin:grep>", Source: "builtin"}},
+	{in: "a=b=c", name: "a", src: ToolSource{Path: "b=c"}},
+	{in: `{"name":"web","path":"/e/web.ts","source":"npm:web"}`, name: "web", src: ToolSource{Path: "/e/web.ts", Source: "npm:web"}},
+	{in: ` {"name":"web"} `, wantErr: "want NAME=PATH"},
+	{in: "noequals", wantErr: "want NAME=PATH"},
+	{in: "=x", wantErr: "names no tool"},
+	{in: `{"name":"x","extra":1}`, wantErr: "unknown field"},
+	// A second value would be dropped unseen: the whole argument must
+	// be one object.
+	{in: `{"name":"a"}{"name":"b"}`, wantErr: "after the JSON object"},
+	{in: `{"name":"a"} trailing`, wantErr: "after the JSON object"},
+	{in: "{\"name\":\"a\"}\n", name: "a"},
+	{in: "web=/home/me/.pi/agent/extensions/web/index.ts", name: "web", src: ToolSource{Path: "/home/me/.pi/agent/extensions/web/index.ts"}},
+	{in: `{"name":"x","path":"<sdk>","source":"sdk"}`, name: "x", src: ToolSource{Path: "<sdk>", Source: "sdk"}},
+	{in: `{"name":""}`, wantErr: "names no tool"},
+	{in: `{`, wantErr: "unexpected EOF"},
+	// A lone surrogate cannot be a Go string; decoding makes it U+FFFD.
+	{in: `{"name":"\ud800"}`, name: "\uFFFD"},
+}
+
 func TestParseToolSource(t *testing.T) {
-	for _, tc := range []struct {
-		in      string
-		name    string
-		src     ToolSource
-		wantErr string
-	}{
-		{in: "read=builtin:read", name: "read", src: ToolSource{Path: "builtin:read", Source: "builtin"}},
-		{in: "grep=<builtin:grep>", name: "grep", src: ToolSource{Path: "<builtin:grep>", Source: "builtin"}},
-		{in: "a=b=c", name: "a", src: ToolSource{Path: "b=c"}},
-		{in: `{"name":"web","path":"/e/web.ts","source":"npm:web"}`, name: "web", src: ToolSource{Path: "/e/web.ts", Source: "npm:web"}},
-		{in: ` {"name":"web"} `, wantErr: "want NAME=PATH"},
-		{in: "noequals", wantErr: "want NAME=PATH"},
-		{in: "=x", wantErr: "names no tool"},
-		{in: `{"name":"x","extra":1}`, wantErr: "unknown field"},
-		// A second value would be dropped unseen: the whole argument must
-		// be one object.
-		{in: `{"name":"a"}{"name":"b"}`, wantErr: "after the JSON object"},
-		{in: `{"name":"a"} trailing`, wantErr: "after the JSON object"},
-		{in: "{\"name\":\"a\"}\n", name: "a"},
-	} {
+	for _, tc := range parseToolSourceCases {
 		name, src, err := ParseToolSource(tc.in)
 		if tc.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), strconv.Quote(tc.in)) {
@@ -149,4 +161,48 @@ func TestParseToolSource(t *testing.T) {
 			t.Errorf("ParseToolSource(%q) = %q, %+v, %v; want %q, %+v", tc.in, name, src, err, tc.name, tc.src)
 		}
 	}
+}
+
+// FuzzParseToolSource feeds ParseToolSource a tool's provenance as the Pi
+// extension passes it on the command line (NAME=PATH or Pi's sourceInfo as
+// JSON). It must never panic; a refusal quotes the value; an accepted one
+// names a tool, is exactly one JSON object when it is JSON (nothing after
+// it dropped), and the same provenance written as JSON (when it is valid
+// UTF-8) parses back to it.
+func FuzzParseToolSource(f *testing.F) {
+	for _, tc := range parseToolSourceCases {
+		f.Add(tc.in)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		name, src, err := ParseToolSource(v)
+		if err != nil {
+			if !strings.Contains(err.Error(), strconv.Quote(v)) {
+				t.Fatalf("refusal does not quote the value: %v", err)
+			}
+			return
+		}
+		if name == "" {
+			t.Fatalf("accepted %q without a tool name", v)
+		}
+		if strings.HasPrefix(v, "{") && !json.Valid([]byte(v)) {
+			t.Fatalf("accepted %q, which is not one JSON object", v)
+		}
+		if !strings.HasPrefix(v, "{") {
+			builtin := strings.HasPrefix(src.Path, "builtin:") || strings.HasPrefix(src.Path, "<builtin:")
+			if name+"="+src.Path != v || (src.Source == "builtin") != builtin || (src.Source != "" && !builtin) {
+				t.Fatalf("%q parsed as %q %+v", v, name, src)
+			}
+		}
+		if !utf8.ValidString(name) || !utf8.ValidString(src.Path) || !utf8.ValidString(src.Source) {
+			return // JSON text cannot carry it; a NAME=PATH path may be any bytes
+		}
+		again, err := json.Marshal(map[string]string{"name": name, "path": src.Path, "source": src.Source})
+		if err != nil {
+			t.Fatal(err)
+		}
+		name2, src2, err := ParseToolSource(string(again))
+		if err != nil || name2 != name || src2 != src {
+			t.Fatalf("%q -> %q %+v; as JSON %s -> %q %+v, %v", v, name, src, again, name2, src2, err)
+		}
+	})
 }
