@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rogpeppe/go-internal/txtar"
@@ -219,20 +221,23 @@ func TestRoleFields(t *testing.T) {
 	}
 }
 
-// TestRoleFileRules covers the per-file rules: which codes a file gets, in
-// which layer, and whether it stays usable.
-func TestRoleFileRules(t *testing.T) {
-	schema := loadSchema(t)
+// roleFileCase is a role file with the name, usability and diagnostic
+// codes ("severity:code") parsing gives it in one layer.
+type roleFileCase struct {
+	name      string
+	layer     string
+	stem      string
+	text      string
+	wantName  string
+	wantValid bool
+	wantCodes []string
+}
+
+// roleFileCases are the per-file rules: which codes a file gets, in which
+// layer, and whether it stays usable. They also seed FuzzRoleFrontmatter.
+func roleFileCases() []roleFileCase {
 	const pack, global = profiles.LayerPackage, profiles.LayerGlobal
-	tests := []struct {
-		name      string
-		layer     string
-		stem      string
-		text      string
-		wantName  string
-		wantValid bool
-		wantCodes []string
-	}{
+	return []roleFileCase{
 		{"valid pack role", pack, "r", "---\ndescription: d\n---\nB", "r", true, nil},
 		{"pack needs description", pack, "r", "---\nmodel: a/b\n---\n", "r", false, []string{"error:missing-role-description"}},
 		{"pack blank description", pack, "r", "---\ndescription: \"  \"\n---\n", "r", false, []string{"error:invalid-value"}},
@@ -291,8 +296,24 @@ func TestRoleFileRules(t *testing.T) {
 		{"bom", pack, "r", "\uFEFF---\ndescription: d\n---\nB\n", "r", false, []string{"error:unsupported-line-endings"}},
 		{"crlf without frontmatter still masks", global, "r", "\uFEFFtext\r\n", "r", false,
 			[]string{"error:unsupported-line-endings", "warning:missing-frontmatter"}},
+		{"valid role with tools and spawning", pack, "r", "---\ndescription: Reviews code\ntools: read, bash\nspawning: false\n---\nReview.\n", "r", true, nil},
+		{"yaml list beside a dropped enum", global, "r", "---\ntools: [a, b]\nthinking: huge\nauto-exit: True\n---\n", "r", false,
+			[]string{"error:invalid-value", "warning:ignored-role-value"}},
+		{"empty frontmatter", global, "r", "---\n\n---\n", "r", true, nil},
+		{"empty frontmatter in a pack", pack, "r", "---\n\n---\n", "r", false, []string{"error:missing-role-description"}},
+		{"empty item in skill", global, "r", "---\nskill: a,,b\nskills: c\n---\n", "r", false, []string{"error:invalid-value"}},
+		{"anchor and merge keys are unknown fields", global, "r", "---\n&a x: *a\n<<: {y: 1}\n---\n", "r", true,
+			[]string{"warning:unknown-field", "warning:unknown-field"}},
+		{"no frontmatter", global, "r", "no frontmatter", "r", false, []string{"warning:missing-frontmatter"}},
+		{"no frontmatter in a pack", pack, "r", "no frontmatter", "r", false, []string{"error:invalid-role-definition"}},
+		{"bad utf-8 in frontmatter and body", global, "r", "---\ndescription: \xff\n---\n\xfe", "r", false,
+			[]string{"error:invalid-role-encoding", "error:encoding"}},
 	}
-	for _, tt := range tests {
+}
+
+func TestRoleFileRules(t *testing.T) {
+	schema := loadSchema(t)
+	for _, tt := range roleFileCases() {
 		t.Run(tt.name, func(t *testing.T) {
 			def, diags := parseOne(t, schema, tt.layer, tt.stem, tt.text)
 			if def.name != tt.wantName || def.valid != tt.wantValid {
@@ -426,4 +447,67 @@ func BenchmarkCompileRoles1000(b *testing.B) {
 			b.Fatalf("got %d roles, %d diagnostics", len(roles), len(diags))
 		}
 	}
+}
+
+// FuzzRoleFrontmatter feeds arbitrary role files through frontmatter
+// splitting, schema validation and the line-reader cross-check, in a pack
+// and in the global layer. It never panics, every diagnostic is complete
+// and names the role, and a file is either usable, ignored with a warning,
+// or rejected with an error; never dropped silently.
+func FuzzRoleFrontmatter(f *testing.F) {
+	for _, tc := range roleFileCases() {
+		f.Add([]byte(tc.text), false)
+		f.Add([]byte(tc.text), true)
+	}
+	schema := loadSchema(f)
+	p := &roleParser{schema: schema}
+	f.Fuzz(func(t *testing.T, data []byte, pack bool) {
+		layer := profiles.LayerGlobal
+		if pack {
+			layer = profiles.LayerPackage
+		}
+		const path = "/fuzz/role.md"
+		began := time.Now()
+		def, diags := p.parse(profiles.RoleFile{Layer: layer, Path: path, Stem: "role", Data: data})
+		if d := time.Since(began); d > 5*time.Second {
+			t.Fatalf("parsing %d bytes took %v", len(data), d) // a pathological input must not stall a compile
+		}
+		lines := bytes.Count(data, []byte("\n")) + 1
+		for _, d := range diags {
+			if d.Code == "" || d.Message == "" || d.File != path || d.Subject != def.name {
+				t.Fatalf("incomplete diagnostic %+v (role %q)", d, def.name)
+			}
+			if d.Line < 0 || d.Line > lines || d.Column < 0 {
+				t.Fatalf("diagnostic %s at %d:%d outside a %d-line file", d.Code, d.Line, d.Column, lines)
+			}
+		}
+		switch {
+		case def.valid:
+			if HasErrors(diags) {
+				t.Fatalf("valid role with errors: %v", diags)
+			}
+			r := def.role
+			if r.Name != def.name || r.Name == "" || !utf8.ValidString(r.Body) || r.Body != strings.TrimSpace(r.Body) {
+				t.Fatalf("bad role %+v", r)
+			}
+			if pack && (r.Name != "role" || strings.TrimSpace(r.Description) == "") {
+				t.Fatalf("pack role without stem name or description: %+v", r)
+			}
+			for _, list := range [][]string{r.Tools, r.DenyTools, r.Skills} {
+				for _, item := range list {
+					if item == "" || item != strings.TrimSpace(item) {
+						t.Fatalf("bad list item %q in %+v", item, r)
+					}
+				}
+			}
+		case def.ignored:
+			if pack || len(diags) == 0 {
+				t.Fatalf("ignored without a warning (pack %v): %v", pack, diags)
+			}
+		default:
+			if !HasErrors(diags) {
+				t.Fatalf("rejected without an error: %v", diags)
+			}
+		}
+	})
 }
