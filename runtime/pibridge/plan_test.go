@@ -1,10 +1,8 @@
 package pibridge
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/facets-dev/facets/diag"
+	"github.com/facets-dev/facets/internal/golden"
 	"github.com/facets-dev/facets/manifest"
 )
 
@@ -147,23 +146,7 @@ func TestToolsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = append(got, '\n')
-	path := filepath.Join("testdata", "tools.json")
-	if os.Getenv("FACETS_UPDATE") == "1" {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (FACETS_UPDATE=1 go test ./runtime/pibridge -run TestToolsGolden creates it)", err)
-	}
-	if !bytes.Equal(want, got) {
-		t.Errorf("tools differ from %s (FACETS_UPDATE=1 to accept):\n--- want\n%s\n--- got\n%s", path, want, got)
-	}
+	golden.Check(t, filepath.Join("testdata", "tools.json"), append(got, '\n'))
 }
 
 // TestToolFlagsNameParameters: every flag and stdin input of a tool maps a
