@@ -37,15 +37,7 @@ func FuzzValidateEntry(f *testing.F) {
 		}
 		v.diags = nil
 		cand, ok := v.validateEntry(e)
-		lines := bytes.Count(data, []byte("\n")) + 1
-		for _, d := range v.diags {
-			if d.Code == "" || d.Message == "" || d.File != path || d.Subject != "fuzz" || (d.Severity != Error && d.Severity != Warning) {
-				t.Fatalf("incomplete diagnostic %+v", d)
-			}
-			if d.Line < 0 || d.Line > lines || d.Column < 0 {
-				t.Fatalf("diagnostic %s at %d:%d outside a %d-line file", d.Code, d.Line, d.Column, lines)
-			}
-		}
+		wantPlaced(t, v.diags, path, "fuzz", data)
 		switch {
 		case ok:
 			if HasErrors(v.diags) || cand == nil || cand.config.Name != "fuzz" || len(cand.config.Tools) == 0 {
@@ -55,4 +47,20 @@ func FuzzValidateEntry(f *testing.F) {
 			t.Fatalf("refused without an error: %v", v.diags)
 		}
 	})
+}
+
+// wantPlaced fails t unless every diagnostic of the file at path (holding
+// data) is complete: an error or a warning with a code and a message, about
+// subject, in that file, at a position inside it.
+func wantPlaced(t *testing.T, diags []Diagnostic, path, subject string, data []byte) {
+	t.Helper()
+	lines := bytes.Count(data, []byte("\n")) + 1
+	for _, d := range diags {
+		if d.Code == "" || d.Message == "" || d.File != path || d.Subject != subject || (d.Severity != Error && d.Severity != Warning) {
+			t.Fatalf("incomplete diagnostic %+v (subject %q)", d, subject)
+		}
+		if d.Line < 0 || d.Line > lines || d.Column < 0 {
+			t.Fatalf("diagnostic %s at %d:%d outside a %d-line file", d.Code, d.Line, d.Column, lines)
+		}
+	}
 }

@@ -472,15 +472,7 @@ func FuzzRoleFrontmatter(f *testing.F) {
 		if d := time.Since(began); d > 5*time.Second {
 			t.Fatalf("parsing %d bytes took %v", len(data), d) // a pathological input must not stall a compile
 		}
-		lines := bytes.Count(data, []byte("\n")) + 1
-		for _, d := range diags {
-			if d.Code == "" || d.Message == "" || d.File != path || d.Subject != def.name {
-				t.Fatalf("incomplete diagnostic %+v (role %q)", d, def.name)
-			}
-			if d.Line < 0 || d.Line > lines || d.Column < 0 {
-				t.Fatalf("diagnostic %s at %d:%d outside a %d-line file", d.Code, d.Line, d.Column, lines)
-			}
-		}
+		wantPlaced(t, diags, path, def.name, data)
 		switch {
 		case def.valid:
 			if HasErrors(diags) {
