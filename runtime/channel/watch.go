@@ -169,9 +169,9 @@ func (w *Watcher) Close() error {
 }
 
 // Flush scans every channel woken so far (by Add or a file event already
-// read) and returns when
-// those scans are done or the watcher is closed. With Add of every channel
-// before it, it is a barrier: whatever was written before is seen.
+// read) and returns when those scans are done or the watcher is closed.
+// With Add of every channel before it, it is a barrier: whatever was
+// written before is seen.
 func (w *Watcher) Flush() {
 	done := make(chan struct{})
 	select {
