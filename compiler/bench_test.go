@@ -11,9 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/internal/benchtree"
-	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 )
 
@@ -123,7 +123,7 @@ func BenchmarkStartupSnapshot(b *testing.B) {
 	b.Run("schema-checked", func(b *testing.B) {
 		for b.Loop() {
 			schema := loadSchema(b)
-			frozen, err := manifest.ParseManifest(schema, "m.json", data)
+			frozen, err := ParseManifest(schema, "m.json", data)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -10,10 +10,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/internal/parallel"
 	"github.com/facets-dev/facets/internal/safefile"
-	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 )
 
@@ -104,7 +104,7 @@ func Compile(schema *cue.Schema, opts Options) (*manifest.Manifest, []Diagnostic
 	}
 
 	m := &manifest.Manifest{
-		Version:  manifest.ManifestVersion,
+		Version:  manifest.Version,
 		Cwd:      env.Cwd,
 		AgentDir: env.AgentDir,
 		Trust:    manifest.Trust{Trusted: trust.Trusted, Reason: trust.Reason, Path: trust.Path},

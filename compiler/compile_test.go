@@ -12,9 +12,9 @@ import (
 
 	"github.com/rogpeppe/go-internal/txtar"
 
+	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/internal/golden"
-	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 )
 

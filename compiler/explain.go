@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/cue"
-	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 )
 
@@ -67,12 +67,24 @@ type Explanation struct {
 	// Role is the effective role definition.
 	Role        *manifest.Role `json:"role,omitempty"`
 	Diagnostics []Diagnostic   `json:"diagnostics"`
+	// SubArgv is pi's argv for a new Sub of the effective profile, without
+	// "pi", as the SubArgvFunc given to ExplainProfile builds it.
+	SubArgv []string `json:"subArgv,omitempty"`
+	// SubArgvNote says what the argv assumes.
+	SubArgvNote string `json:"subArgvNote,omitempty"`
 }
+
+// SubArgvFunc builds pi's argv for a new Sub of p titled title, as delegate
+// (or, for a manual profile, invoke) launches it. The runtime supplies it,
+// so explain prints the argv the launch really uses without the compiler
+// importing the runtime.
+type SubArgvFunc func(p manifest.Profile, trusted bool, title string, manual bool) []string
 
 // ExplainProfile compiles opts and explains how the profile name resolved.
 // A name nobody defines is not an error: Found is false and NearMatches
-// lists similar names.
-func ExplainProfile(schema *cue.Schema, opts Options, name string) (*Explanation, error) {
+// lists similar names. With subArgv set, an effective profile's
+// explanation carries its Sub argv.
+func ExplainProfile(schema *cue.Schema, opts Options, name string, subArgv SubArgvFunc) (*Explanation, error) {
 	x, m, ds, err := newExplanation(schema, opts, "profile", name)
 	if err != nil {
 		return nil, err
@@ -144,6 +156,15 @@ func ExplainProfile(schema *cue.Schema, opts Options, name string) (*Explanation
 			x.Visibility = "invocation both: Main sees it in the facets_profiles catalog and may delegate to it; the user can run /sub:" + name
 		} else {
 			x.Visibility = "invocation manual: kept out of Main's catalog; only the user can start it with /sub:" + name
+		}
+		if subArgv != nil {
+			manual := !p.AgentInvokable
+			x.SubArgv = subArgv(*p, x.Trust.Trusted, name, manual)
+			how := "facets delegate --profile " + name + " --title " + name
+			if manual {
+				how = "/sub:" + name + " (facets invoke)"
+			}
+			x.SubArgvNote = "as " + how + " launches a new Sub; a Pi Main also loads, with -e, the extensions that own the profile's non-built-in tools, and --name carries the delegate title"
 		}
 	}
 	return x, nil

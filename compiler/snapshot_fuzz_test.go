@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/facets-dev/facets/cue"
-	"github.com/facets-dev/facets/manifest"
 )
 
 // FuzzOpenSnapshot feeds OpenSnapshot what FACETS_MANIFEST may point at:
@@ -42,7 +41,7 @@ func FuzzOpenSnapshot(f *testing.F) {
 		if got == nil {
 			t.Fatal("OpenSnapshot accepted the document but returned no manifest")
 		}
-		if _, perr := manifest.ParseManifest(check, "m.json", doc); perr != nil {
+		if _, perr := ParseManifest(check, "m.json", doc); perr != nil {
 			t.Fatalf("OpenSnapshot accepted a document #Manifest refuses (%v):\n%s", perr, doc)
 		}
 	})

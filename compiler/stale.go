@@ -3,9 +3,9 @@ package compiler
 import (
 	"fmt"
 
+	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/internal/safefile"
-	"github.com/facets-dev/facets/manifest"
 )
 
 // StartupSnapshot reads the frozen manifest a Main starts from (pi
@@ -19,7 +19,7 @@ func StartupSnapshot(path string, opts Options) (m *manifest.Manifest, warning s
 	if err != nil {
 		return nil, "", err
 	}
-	data, err := safefile.ReadFile(path, manifest.MaxManifestBytes)
+	data, err := safefile.ReadFile(path, manifest.MaxBytes)
 	if err != nil {
 		return nil, "", fmt.Errorf("read manifest: %w", err)
 	}

@@ -9,9 +9,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/internal/safefile"
-	"github.com/facets-dev/facets/manifest"
 )
 
 // Diagnostic codes of a stale-snapshot check.
@@ -29,16 +29,16 @@ const (
 // version is reported as stale, not as an error, because recompiling fixes
 // it; a missing or malformed manifest is an error.
 func VerifyFile(schema *cue.Schema, path string, opts Options) ([]Diagnostic, error) {
-	data, err := safefile.ReadFile(path, manifest.MaxManifestBytes)
+	data, err := safefile.ReadFile(path, manifest.MaxBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
 	var head struct {
 		Version *int `json:"version"`
 	}
-	if json.Unmarshal(data, &head) == nil && head.Version != nil && *head.Version != manifest.ManifestVersion {
+	if json.Unmarshal(data, &head) == nil && head.Version != nil && *head.Version != manifest.Version {
 		return []Diagnostic{{Severity: Error, Code: CodeManifestVersion, File: path,
-			Message: fmt.Sprintf("manifest format version %d differs from this facets (version %d)", *head.Version, manifest.ManifestVersion),
+			Message: fmt.Sprintf("manifest format version %d differs from this facets (version %d)", *head.Version, manifest.Version),
 			Hint:    "recompile it with facets compile --out"}}, nil
 	}
 	_, ds, err := OpenSnapshot(schema, path, data, opts)
@@ -54,8 +54,8 @@ func VerifyFile(schema *cue.Schema, path string, opts Options) ([]Diagnostic, er
 // #Manifest (ParseManifest) before it is compared.
 func OpenSnapshot(schema *cue.Schema, path string, data []byte, opts Options) (*manifest.Manifest, []Diagnostic, error) {
 	var m manifest.Manifest
-	if json.Unmarshal(data, &m) != nil || m.Version != manifest.ManifestVersion || !filepath.IsAbs(m.Cwd) || !filepath.IsAbs(m.AgentDir) {
-		frozen, err := manifest.ParseManifest(schema, path, data) // says where and why
+	if json.Unmarshal(data, &m) != nil || m.Version != manifest.Version || !filepath.IsAbs(m.Cwd) || !filepath.IsAbs(m.AgentDir) {
+		frozen, err := ParseManifest(schema, path, data) // says where and why
 		if err != nil {
 			return nil, nil, err
 		}
@@ -68,7 +68,7 @@ func OpenSnapshot(schema *cue.Schema, path string, data []byte, opts Options) (*
 	if b, err := fresh.Encode(); err == nil && bytes.Equal(b, data) {
 		return &m, nil, nil
 	}
-	frozen, err := manifest.ParseManifest(schema, path, data)
+	frozen, err := ParseManifest(schema, path, data)
 	if err != nil {
 		return nil, nil, err
 	}

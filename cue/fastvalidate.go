@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/facets-dev/facets/diag"
+	"github.com/facets-dev/facets/compiler/diag"
 )
 
 // The fast path: validators generated from the schema (fastvalidate_gen.go)

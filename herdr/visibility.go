@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/facets-dev/facets/internal/fsutil"
 	"github.com/facets-dev/facets/internal/safefile"
 )
 
@@ -143,7 +142,7 @@ func (v Visibility) save(st visibilityState) error {
 	if err := os.MkdirAll(v.StateDir, 0o700); err != nil {
 		return fmt.Errorf("herdr visibility: %w", err)
 	}
-	if err := fsutil.WriteFileAtomic(filepath.Join(v.StateDir, visibilityFile), append(data, '\n'), 0o600); err != nil {
+	if err := safefile.WriteFileAtomic(filepath.Join(v.StateDir, visibilityFile), append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("herdr visibility: %w", err)
 	}
 	return nil

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/facets-dev/facets/diag"
+	"github.com/facets-dev/facets/compiler/diag"
 	"github.com/facets-dev/facets/internal/envvar"
 	"github.com/facets-dev/facets/internal/frontmatter"
 	"github.com/facets-dev/facets/internal/safefile"

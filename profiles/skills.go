@@ -11,7 +11,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/facets-dev/facets/diag"
+	"github.com/facets-dev/facets/compiler/diag"
 )
 
 // Bounds of the private-skills walk, so a skills/ symlink to / or to a

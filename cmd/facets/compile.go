@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/facets-dev/facets/internal/fsutil"
+	"github.com/facets-dev/facets/internal/safefile"
 )
 
 func newCompileCmd(a *app) *cobra.Command {
@@ -35,7 +35,7 @@ or unknown name reports its own diagnostic and writes nothing.`,
 			// The manifest is not re-validated here: that doubled the cost of
 			// a compile, and the compiler tests check every fixture's and the
 			// example's manifest against #Manifest. Readers of a frozen
-			// manifest validate it (manifest.ReadManifest).
+			// manifest validate it (compiler.ReadManifest).
 			b, err := m.Encode()
 			if err != nil {
 				return err
@@ -44,7 +44,7 @@ or unknown name reports its own diagnostic and writes nothing.`,
 				if _, err := a.stdout.Write(b); err != nil {
 					return err
 				}
-			} else if err := fsutil.WriteFileAtomic(out, b, 0o644); err != nil {
+			} else if err := safefile.WriteFileAtomic(out, b, 0o644); err != nil {
 				return err
 			}
 			return diagnosed(failed)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/cue"
-	"github.com/facets-dev/facets/explain"
 	"github.com/facets-dev/facets/internal/envvar"
+	"github.com/facets-dev/facets/runtime/launch"
 	"github.com/facets-dev/facets/runtime/pibridge"
 )
 
@@ -47,9 +47,9 @@ or has no usable definition, 2 usage or I/O failure.`,
 			if err != nil {
 				return err
 			}
-			var r *explain.Report
+			var r *compiler.Explanation
 			if role {
-				r, err = explain.Role(schema, opts, args[0])
+				r, err = compiler.ExplainRole(schema, opts, args[0])
 			} else {
 				if bridge == "" {
 					dir, derr := pibridge.DefaultDir(opts.Env.AgentDir)
@@ -58,7 +58,7 @@ or has no usable definition, 2 usage or I/O failure.`,
 					}
 					bridge = filepath.Join(dir, pibridge.ExtensionFile)
 				}
-				r, err = explain.Profile(schema, opts, args[0], bridge)
+				r, err = compiler.ExplainProfile(schema, opts, args[0], launch.SubArgv(bridge, launch.HerdrAgentState(opts.Env.AgentDir)))
 			}
 			if err != nil {
 				return err

@@ -9,7 +9,6 @@ import (
 
 	"github.com/facets-dev/facets/internal/termesc"
 	"github.com/facets-dev/facets/profiles"
-	"github.com/facets-dev/facets/scaffold"
 )
 
 // scopeFlags choose where new files go: the agent dir (--global, the
@@ -28,23 +27,23 @@ func (f *scopeFlags) register(cmd *cobra.Command) {
 	cmd.MarkFlagsMutuallyExclusive("global", "project")
 }
 
-func (f *scopeFlags) where(a *app) (scaffold.Where, error) {
+func (f *scopeFlags) where(a *app) (profiles.Target, error) {
 	if f.project {
 		fi, err := os.Stat(f.cwd)
 		if err != nil || !fi.IsDir() {
-			return scaffold.Where{}, usageError{fmt.Errorf("--cwd %s is not a directory", f.cwd)}
+			return profiles.Target{}, usageError{fmt.Errorf("--cwd %s is not a directory", f.cwd)}
 		}
 		dir, err := filepath.Abs(f.cwd)
 		if err != nil {
-			return scaffold.Where{}, err
+			return profiles.Target{}, err
 		}
-		return scaffold.Project(dir), nil
+		return profiles.ProjectTarget(dir), nil
 	}
 	dir, err := profiles.AgentDir(f.agentDir, a.getenv, a.home())
 	if err != nil {
-		return scaffold.Where{}, usageError{err}
+		return profiles.Target{}, usageError{err}
 	}
-	return scaffold.Global(dir), nil
+	return profiles.GlobalTarget(dir), nil
 }
 
 func newNewCmd(a *app) *cobra.Command {
@@ -71,7 +70,7 @@ or <cwd>/.pi/facets with --project. It never overwrites anything.`,
 			if err != nil {
 				return err
 			}
-			paths, err := scaffold.Profile(w, args[0], legacy)
+			paths, err := profiles.NewProfile(w, args[0], legacy)
 			if err != nil {
 				return err
 			}
@@ -97,7 +96,7 @@ system-prompt) and a role prompt stub. It never overwrites anything.`,
 			if err != nil {
 				return err
 			}
-			p, err := scaffold.Role(w, args[0])
+			p, err := profiles.NewRole(w, args[0])
 			if err != nil {
 				return err
 			}

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/internal/envvar"
-	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
@@ -163,7 +163,7 @@ func mainManifest(src *sourceFlags, frozen string) (*manifest.Manifest, []compil
 	}
 	opts, err := src.options()
 	if err != nil {
-		m, lerr := manifest.LoadManifest(frozen)
+		m, lerr := compiler.LoadManifest(frozen)
 		if lerr != nil {
 			return nil, nil, "", lerr
 		}

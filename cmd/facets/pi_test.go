@@ -11,9 +11,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/internal/envvar"
-	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/runtime/launch"
 	"github.com/facets-dev/facets/runtime/pibridge"
 )

@@ -15,10 +15,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/herdr"
 	"github.com/facets-dev/facets/internal/envvar"
 	"github.com/facets-dev/facets/internal/termesc"
-	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
@@ -249,7 +249,7 @@ func (f *manifestFlags) load(run *runFlags, profile string) (*manifest.Manifest,
 		return nil, "", usageError{fmt.Errorf("Pi bridge %s is not a file: run facets pi-extension install, then pass --bridge \"$(facets pi-extension --path)\" or set %s to it", f.bridge, envvar.PiBridge)}
 	}
 	if f.manifest != "" {
-		m, err := manifest.LoadManifest(f.manifest)
+		m, err := compiler.LoadManifest(f.manifest)
 		if err != nil {
 			return nil, "", usageError{err}
 		}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/internal/termesc"
-	"github.com/facets-dev/facets/scaffold"
+	"github.com/facets-dev/facets/profiles"
 )
 
 func newSchemaCmd(a *app) *cobra.Command {
@@ -37,7 +37,15 @@ validation. --cue prints the CUE source instead.`,
 				if err != nil {
 					return err
 				}
-				p, err := scaffold.InstallSchema(w)
+				schema, err := cue.Load()
+				if err != nil {
+					return err
+				}
+				b, err := schema.JSONSchema(cue.Profile)
+				if err != nil {
+					return err
+				}
+				p, err := profiles.InstallSchema(w, append(b, '\n'))
 				if err != nil {
 					return err
 				}

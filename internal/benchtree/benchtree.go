@@ -1,5 +1,5 @@
 // Package benchtree writes the generated profile and role tree that the
-// check benchmarks and scripts/bench-vs-cue.sh measure, so both time the
+// check benchmarks and internal/benchtree/bench-vs-cue.sh measure, so both time the
 // same files.
 package benchtree
 

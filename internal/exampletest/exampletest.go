@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/internal/envvar"
-	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/profiles"
 )
 

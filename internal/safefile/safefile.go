@@ -1,6 +1,7 @@
 // Package safefile reads files that come from outside facets (settings,
 // profiles, roles, token files, state records) one way: only regular files,
-// never blocking on a FIFO or device, and never reading more than a cap.
+// never blocking on a FIFO or device, and never reading more than a cap;
+// and writes facets' own files atomically.
 package safefile
 
 import (

@@ -9,9 +9,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/herdr"
 	"github.com/facets-dev/facets/internal/envvar"
-	"github.com/facets-dev/facets/manifest"
 )
 
 // RoleSub is the value of envvar.Role, with envvar.Channel, in a Sub Pi's
@@ -45,6 +45,15 @@ type Spec struct {
 	Manual bool
 	// ResumeSessionID is the persistent Pi session to reopen, if any.
 	ResumeSessionID string
+}
+
+// SubArgv returns a builder of a new Sub's argv (see Spec.Args) for the
+// bridge extension and Herdr's lifecycle extension, in the form explain
+// takes (compiler.SubArgvFunc), so explain prints what a launch runs.
+func SubArgv(bridge, herdrAgentState string) func(p manifest.Profile, trusted bool, title string, manual bool) []string {
+	return func(p manifest.Profile, trusted bool, title string, manual bool) []string {
+		return Spec{Profile: p, Bridge: bridge, HerdrAgentState: herdrAgentState, Trusted: trusted, Title: title, Manual: manual}.Args()
+	}
 }
 
 // Args returns pi's arguments in a fixed order, the one TypeScript Facets

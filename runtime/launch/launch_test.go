@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/internal/exampletest"
 	"github.com/facets-dev/facets/internal/golden"
-	"github.com/facets-dev/facets/manifest"
 )
 
 // exampleManifest compiles testdata/example from the service directory,

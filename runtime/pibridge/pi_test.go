@@ -23,8 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/internal/herdrtest"
-	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
 	"github.com/facets-dev/facets/runtime/pibridge"

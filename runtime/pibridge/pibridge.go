@@ -15,7 +15,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/facets-dev/facets/internal/fsutil"
+	"github.com/facets-dev/facets/internal/safefile"
 	"github.com/facets-dev/facets/profiles"
 )
 
@@ -69,11 +69,11 @@ func Write(dir string, cfg Config) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("install pi extension: %w", err)
 	}
-	if err := fsutil.WriteFileAtomic(filepath.Join(abs, ConfigFile), append(conf, '\n'), 0o644); err != nil {
+	if err := safefile.WriteFileAtomic(filepath.Join(abs, ConfigFile), append(conf, '\n'), 0o644); err != nil {
 		return "", err
 	}
 	path := filepath.Join(abs, ExtensionFile)
-	if err := fsutil.WriteFileAtomic(path, extensionSource, 0o644); err != nil {
+	if err := safefile.WriteFileAtomic(path, extensionSource, 0o644); err != nil {
 		return "", err
 	}
 	return path, nil

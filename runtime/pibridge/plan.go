@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/facets-dev/facets/diag"
-	"github.com/facets-dev/facets/manifest"
+	"github.com/facets-dev/facets/compiler/diag"
+	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/runtime/launch"
 	"github.com/facets-dev/facets/runtime/subs"
 )

@@ -9,9 +9,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/facets-dev/facets/diag"
+	"github.com/facets-dev/facets/compiler/diag"
+	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/internal/golden"
-	"github.com/facets-dev/facets/manifest"
 )
 
 func profile(name, scope, desc string, agent bool, l manifest.Launch) manifest.Profile {

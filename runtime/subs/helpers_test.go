@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/herdr"
 	"github.com/facets-dev/facets/internal/exampletest"
 	"github.com/facets-dev/facets/internal/herdrtest"
-	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/runtime/channel"
 )
 

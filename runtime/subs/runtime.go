@@ -17,9 +17,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/herdr"
 	"github.com/facets-dev/facets/internal/termesc"
-	"github.com/facets-dev/facets/manifest"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
 )

@@ -12,7 +12,6 @@ import (
 	"syscall"
 
 	"github.com/facets-dev/facets/herdr"
-	"github.com/facets-dev/facets/internal/fsutil"
 	"github.com/facets-dev/facets/internal/safefile"
 	"github.com/facets-dev/facets/runtime/channel"
 )
@@ -287,5 +286,5 @@ func writeJSON(path string, v any) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return fsutil.WriteFileAtomic(path, append(data, '\n'), 0o600)
+	return safefile.WriteFileAtomic(path, append(data, '\n'), 0o600)
 }

@@ -1,8 +1,4 @@
-// Package explain reports how facets resolved one profile or role name
-// (compiler.ExplainProfile, compiler.ExplainRole) and, for a profile, the
-// exact pi argv a Sub of it is launched with, built by runtime/launch, the
-// same builder delegate uses.
-package explain
+package compiler
 
 import (
 	"encoding/json"
@@ -10,69 +6,18 @@ import (
 	"io"
 	"strings"
 
-	"github.com/facets-dev/facets/compiler"
-	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/internal/termesc"
-	"github.com/facets-dev/facets/runtime/launch"
 )
 
-// Report is an explanation plus the Sub launch of an effective profile.
-type Report struct {
-	*compiler.Explanation
-	// SubArgv is pi's argv for a Sub of the profile, without "pi".
-	SubArgv []string `json:"subArgv,omitempty"`
-	// SubArgvNote says what the argv assumes.
-	SubArgvNote string `json:"subArgvNote,omitempty"`
-}
-
-// Profile explains the profile name as a Main started with opts would
-// resolve it; bridge is the Facets Pi extension a Sub loads first.
-func Profile(schema *cue.Schema, opts compiler.Options, name, bridge string) (*Report, error) {
-	x, err := compiler.ExplainProfile(schema, opts, name)
-	if err != nil {
-		return nil, err
-	}
-	r := &Report{Explanation: x}
-	if p := x.Profile; p != nil {
-		manual := !p.AgentInvokable
-		spec := launch.Spec{
-			Profile:         *p,
-			Bridge:          bridge,
-			HerdrAgentState: launch.HerdrAgentState(opts.Env.AgentDir),
-			Trusted:         x.Trust.Trusted,
-			Title:           name,
-			Manual:          manual,
-		}
-		r.SubArgv = spec.Args()
-		how := "facets delegate --profile " + name + " --title " + name
-		if manual {
-			how = "/sub:" + name + " (facets invoke)"
-		}
-		r.SubArgvNote = "as " + how + " launches a new Sub; a Pi Main also loads, with -e, the extensions that own the profile's non-built-in tools, and --name carries the delegate title"
-	}
-	return r, nil
-}
-
-// Role explains the role name across the bundled, package, global and
-// project layers.
-func Role(schema *cue.Schema, opts compiler.Options, name string) (*Report, error) {
-	x, err := compiler.ExplainRole(schema, opts, name)
-	if err != nil {
-		return nil, err
-	}
-	return &Report{Explanation: x}, nil
-}
-
-// Write prints the report as text, or with format "json" as one object.
-func (r *Report) Write(w io.Writer, format string) error {
-	if format == compiler.FormatJSON {
+// Write prints the explanation as text, or with format "json" as one object.
+func (x *Explanation) Write(w io.Writer, format string) error {
+	if format == FormatJSON {
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
 		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return enc.Encode(x)
 	}
 	var b strings.Builder
-	x := r.Explanation
 	// Names, paths and reasons come from files: escape control characters.
 	e := termesc.Escape
 	fmt.Fprintf(&b, "%s %s: %s\n", x.Kind, e(x.Name), e(x.Decision))
@@ -115,7 +60,7 @@ func (r *Report) Write(w io.Writer, format string) error {
 			fmt.Fprintf(&b, " %s sha256 %s", e(in.Path), in.SHA256)
 		}
 		fmt.Fprintf(&b, "\n%s\n", x.Visibility)
-		fmt.Fprintf(&b, "\nsub argv (%s):\n  pi %s\n", r.SubArgvNote, e(shellJoin(r.SubArgv)))
+		fmt.Fprintf(&b, "\nsub argv (%s):\n  pi %s\n", x.SubArgvNote, e(shellJoin(x.SubArgv)))
 	}
 	if rl := x.Role; rl != nil {
 		fmt.Fprintf(&b, "\nrole: %s", rl.Layer)
@@ -136,16 +81,9 @@ func (r *Report) Write(w io.Writer, format string) error {
 		if _, err := io.WriteString(w, "\ndiagnostics:\n"); err != nil {
 			return err
 		}
-		return compiler.WriteDiagnostics(w, compiler.FormatText, "", x.Diagnostics)
+		return WriteDiagnostics(w, FormatText, "", x.Diagnostics)
 	}
 	return nil
-}
-
-func trustWord(t bool) string {
-	if t {
-		return "trusted"
-	}
-	return "untrusted"
 }
 
 // shellJoin quotes each argument for a POSIX shell where needed, so the

@@ -1,6 +1,4 @@
-// Package fsutil holds the file utilities shared across facets that are not
-// part of its API.
-package fsutil
+package safefile
 
 import (
 	"fmt"

@@ -1,8 +1,9 @@
-// Package scaffold writes new, valid sources for facets: a profile in
+package profiles
+
+// This file writes new, valid sources for facets (facets new): a profile in
 // either form, a role file in the pi-herdr-agents format, and the JSON
 // Schema that scaffolded profiles point their "$schema" at. It never
-// overwrites a file.
-package scaffold
+// overwrites a source.
 
 import (
 	"encoding/json"
@@ -13,34 +14,32 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/facets-dev/facets/cue"
-	"github.com/facets-dev/facets/internal/fsutil"
-	"github.com/facets-dev/facets/profiles"
+	"github.com/facets-dev/facets/internal/safefile"
 )
 
 // SchemaFile is the installed JSON Schema's name inside a facets directory
 // (<agentDir>/facets or <project>/.pi/facets).
 const SchemaFile = "profile.schema.json"
 
-// Where a new profile or role goes.
-type Where struct {
+// Target is where a new profile or role goes: one scope's folders.
+type Target struct {
 	// FacetsDir is <agentDir>/facets or <project>/.pi/facets.
 	FacetsDir string
 	// AgentsDir is <agentDir>/agents or <project>/.pi/agents.
 	AgentsDir string
 }
 
-// Global is the user's scope in Pi's agent dir.
-func Global(agentDir string) Where {
-	return Where{FacetsDir: filepath.Join(agentDir, "facets"), AgentsDir: filepath.Join(agentDir, "agents")}
+// GlobalTarget is the user's scope in Pi's agent dir.
+func GlobalTarget(agentDir string) Target {
+	return Target{FacetsDir: filepath.Join(agentDir, "facets"), AgentsDir: filepath.Join(agentDir, "agents")}
 }
 
-// Project is the scope of a project directory (the working directory).
-func Project(dir string) Where {
-	return Where{FacetsDir: filepath.Join(dir, ".pi", "facets"), AgentsDir: filepath.Join(dir, ".pi", "agents")}
+// ProjectTarget is the scope of a project directory (the working directory).
+func ProjectTarget(dir string) Target {
+	return Target{FacetsDir: filepath.Join(dir, ".pi", "facets"), AgentsDir: filepath.Join(dir, ".pi", "agents")}
 }
 
-// DefaultTools is the read-only tool set of a new profile; edit it.
+// defaultTools is the read-only tool set of a new profile; edit it.
 var defaultTools = []string{"read", "grep", "find", "ls"}
 
 // profileDoc is a new config.json, with "$schema" first for editors.
@@ -53,14 +52,14 @@ type profileDoc struct {
 	Instructions string   `json:"instructions,omitempty"`
 }
 
-// Profile writes a new profile called name under w.FacetsDir/profiles: a
+// NewProfile writes a new profile called name under w.FacetsDir/profiles: a
 // directory profile (config.json, instructions.md and an empty skills/
 // kept by a .gitkeep, which private-skill discovery skips because it is
 // hidden) or, with legacy, a <name>.json file with inline instructions.
 // It refuses a name that is invalid or already defined in either form,
 // and returns the paths it created.
-func Profile(w Where, name string, legacy bool) ([]string, error) {
-	if !profiles.ValidName(name) {
+func NewProfile(w Target, name string, legacy bool) ([]string, error) {
+	if !ValidName(name) {
 		return nil, fmt.Errorf("new profile %q: a name is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
 	}
 	dir := filepath.Join(w.FacetsDir, "profiles")
@@ -104,11 +103,11 @@ func Profile(w Where, name string, legacy bool) ([]string, error) {
 	return []string{cfg, instr, keep}, nil
 }
 
-// Role writes a role file <name>.md in w.AgentsDir in the pi-herdr-agents
+// NewRole writes a role file <name>.md in w.AgentsDir in the pi-herdr-agents
 // format (line-based frontmatter, then the role prompt as the body) and
 // returns its path. It refuses an invalid name and an existing file.
-func Role(w Where, name string) (string, error) {
-	if !profiles.ValidName(name) {
+func NewRole(w Target, name string) (string, error) {
+	if !ValidName(name) {
 		return "", fmt.Errorf("new role %q: a name is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
 	}
 	if err := os.MkdirAll(w.AgentsDir, 0o755); err != nil {
@@ -134,23 +133,15 @@ func Role(w Where, name string) (string, error) {
 	return p, nil
 }
 
-// InstallSchema writes the profile JSON Schema generated from the embedded
-// CUE schema to w.FacetsDir/profile.schema.json, where scaffolded profiles
-// point "$schema", replacing an older copy, and returns its path.
-func InstallSchema(w Where) (string, error) {
-	schema, err := cue.Load()
-	if err != nil {
-		return "", err
-	}
-	b, err := schema.JSONSchema(cue.Profile)
-	if err != nil {
-		return "", err
-	}
+// InstallSchema writes b, the profile JSON Schema generated from the
+// embedded CUE schema, to w.FacetsDir/profile.schema.json, where scaffolded
+// profiles point "$schema", replacing an older copy, and returns its path.
+func InstallSchema(w Target, b []byte) (string, error) {
 	if err := os.MkdirAll(w.FacetsDir, 0o755); err != nil {
 		return "", fmt.Errorf("install schema: %w", err)
 	}
 	p := filepath.Join(w.FacetsDir, SchemaFile)
-	if err := fsutil.WriteFileAtomic(p, append(b, '\n'), 0o644); err != nil {
+	if err := safefile.WriteFileAtomic(p, b, 0o644); err != nil {
 		return "", fmt.Errorf("install schema: %w", err)
 	}
 	return p, nil
@@ -173,5 +164,5 @@ func create(path string, b []byte) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return fsutil.WriteClose(f, path, b)
+	return safefile.WriteClose(f, path, b)
 }

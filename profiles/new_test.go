@@ -1,4 +1,4 @@
-package scaffold
+package profiles_test
 
 import (
 	"encoding/json"
@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/profiles"
 
 	cuelang "cuelang.org/go/cue"
 	"cuelang.org/go/cue/cuecontext"
@@ -18,12 +21,12 @@ import (
 // schema rejects fails here.
 func TestSchemaPointsAtInstalledSchema(t *testing.T) {
 	for _, legacy := range []bool{false, true} {
-		w := Global(t.TempDir())
-		paths, err := Profile(w, "demo", legacy)
+		w := profiles.GlobalTarget(t.TempDir())
+		paths, err := profiles.NewProfile(w, "demo", legacy)
 		if err != nil {
 			t.Fatal(err)
 		}
-		installed, err := InstallSchema(w)
+		installed, err := installSchema(t, w)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,19 +69,33 @@ func validate(t *testing.T, schemaPath string, doc []byte, wantOK bool) {
 }
 
 func TestRefusesOverwrite(t *testing.T) {
-	w := Global(t.TempDir())
-	if _, err := Profile(w, "a", true); err != nil {
+	w := profiles.GlobalTarget(t.TempDir())
+	if _, err := profiles.NewProfile(w, "a", true); err != nil {
 		t.Fatal(err)
 	}
 	for _, legacy := range []bool{false, true} {
-		if _, err := Profile(w, "a", legacy); err == nil || !strings.Contains(err.Error(), "already exists") {
+		if _, err := profiles.NewProfile(w, "a", legacy); err == nil || !strings.Contains(err.Error(), "already exists") {
 			t.Errorf("Profile(existing, legacy=%v) = %v, want already exists", legacy, err)
 		}
 	}
-	if _, err := Role(w, "r"); err != nil {
+	if _, err := profiles.NewRole(w, "r"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Role(w, "r"); err == nil {
+	if _, err := profiles.NewRole(w, "r"); err == nil {
 		t.Error("Role(existing): no error")
 	}
+}
+
+// installSchema installs the JSON Schema facets schema --install writes.
+func installSchema(t *testing.T, w profiles.Target) (string, error) {
+	t.Helper()
+	schema, err := cue.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := schema.JSONSchema(cue.Profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return profiles.InstallSchema(w, append(b, '\n'))
 }

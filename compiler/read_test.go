@@ -1,4 +1,4 @@
-package manifest
+package compiler
 
 import (
 	"os"
@@ -8,23 +8,25 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/facets-dev/facets/diag"
+	"github.com/facets-dev/facets/compiler/diag"
+	"github.com/facets-dev/facets/compiler/manifest"
+	"github.com/facets-dev/facets/internal/safefile/safefiletest"
 )
 
-func sample() *Manifest {
-	return &Manifest{
-		Version:  ManifestVersion,
+func sampleManifest() *manifest.Manifest {
+	return &manifest.Manifest{
+		Version:  manifest.Version,
 		Cwd:      "/work",
 		AgentDir: "/home/u/.pi/agent",
-		Trust:    Trust{Trusted: true, Reason: "flag"},
-		Profiles: []Profile{{
+		Trust:    manifest.Trust{Trusted: true, Reason: "flag"},
+		Profiles: []manifest.Profile{{
 			Name: "reviewer", Scope: "global", Form: "directory", SourcePath: "/home/u/.pi/agent/facets/profiles/reviewer/config.json",
-			SourceSHA256: Digest([]byte("{}")), AgentInvokable: true,
-			Launch: Launch{Tools: []string{"read"}, Skills: []string{}, Extensions: []string{}, SessionPersistence: "ephemeral", Invocation: "both"},
+			SourceSHA256: manifest.Digest([]byte("{}")), AgentInvokable: true,
+			Launch: manifest.Launch{Tools: []string{"read"}, Skills: []string{}, Extensions: []string{}, SessionPersistence: "ephemeral", Invocation: "both"},
 		}},
-		Roles:       []Role{},
-		Main:        []MainSection{},
-		Sources:     []Source{{Path: "/home/u/.pi/agent/facets/profiles/reviewer/config.json", SHA256: Digest([]byte("{}"))}},
+		Roles:       []manifest.Role{},
+		Main:        []manifest.MainSection{},
+		Sources:     []manifest.Source{{Path: "/home/u/.pi/agent/facets/profiles/reviewer/config.json", SHA256: manifest.Digest([]byte("{}"))}},
 		Diagnostics: []diag.Diagnostic{},
 	}
 }
@@ -41,7 +43,7 @@ func write(t *testing.T, data []byte) string {
 // TestReadManifestRoundTrip: what Encode writes, LoadManifest reads back
 // unchanged, and Encode is byte-for-byte stable.
 func TestReadManifestRoundTrip(t *testing.T) {
-	m := sample()
+	m := sampleManifest()
 	b, err := m.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +68,7 @@ func TestReadManifestRoundTrip(t *testing.T) {
 // field (a nested missing or unknown key once panicked: CUE's error had no
 // finding).
 func TestReadManifestRejects(t *testing.T) {
-	b, err := sample().Encode()
+	b, err := sampleManifest().Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,12 +97,26 @@ func TestReadManifestRejects(t *testing.T) {
 	}
 }
 
-func TestUnknownProfileMessage(t *testing.T) {
-	if got, want := UnknownProfileMessage("x", nil), "Unknown Facets profile 'x'. Available: (none)."; got != want {
-		t.Errorf("got %q, want %q", got, want)
+// TestReadManifestAllFindings: a manifest broken in two places names both,
+// so one edit fixes the file instead of one rerun per finding.
+func TestReadManifestAllFindings(t *testing.T) {
+	b, err := sampleManifest().Encode()
+	if err != nil {
+		t.Fatal(err)
 	}
-	ps := []Profile{{Name: "a"}, {Name: "b"}}
-	if got, want := UnknownProfileMessage("x", ps), "Unknown Facets profile 'x'. Available: a, b."; got != want {
-		t.Errorf("got %q, want %q", got, want)
+	doc := strings.Replace(strings.Replace(string(b), `"reason": "flag"`, `"reason": "hope"`, 1), `"cwd": "/work"`, `"cwd": "work"`, 1)
+	_, err = LoadManifest(write(t, []byte(doc)))
+	if err == nil || !strings.Contains(err.Error(), "trust") || !strings.Contains(err.Error(), "cwd") {
+		t.Errorf("err = %v, want both the trust and the cwd finding", err)
 	}
+}
+
+// TestReadManifestHostile: a frozen manifest replaced by a FIFO, /dev/zero
+// or an oversized file is refused with its path, without blocking.
+func TestReadManifestHostile(t *testing.T) {
+	schema := loadSchema(t)
+	safefiletest.Refused(t, manifest.MaxBytes, "manifest.json", func(path string) error {
+		_, err := ReadManifest(schema, path)
+		return err
+	})
 }

@@ -7,13 +7,13 @@
 # Then times a cold `facets compile` of one profile against `facets
 # --version` the same way (target: at most 2x).
 #
-# usage: scripts/bench-vs-cue.sh [N=1000] [RUNS=7]
+# usage: internal/benchtree/bench-vs-cue.sh [N=1000] [RUNS=7]
 # CUE=/path/to/cue skips the install (it must be v0.17.1).
 set -euo pipefail
 
 n=${1:-1000}
 runs=${2:-7}
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

@@ -1,7 +1,8 @@
 // Package manifest is the frozen launch snapshot facets compile writes and
-// the runtime launches from: its types, its deterministic encoding, and
-// reading it back checked against the #Manifest schema. It depends only on
-// the cue package, so the runtime can read a manifest without the compiler.
+// the runtime launches from: its types and its deterministic encoding. It
+// imports no CUE: reading a manifest back, checked against the #Manifest
+// schema, is the compiler's (compiler.ReadManifest), so the runtime carries
+// the types without the schema evaluator.
 package manifest
 
 import (
@@ -12,13 +13,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/facets-dev/facets/cue"
-	"github.com/facets-dev/facets/diag"
-	"github.com/facets-dev/facets/internal/safefile"
+	"github.com/facets-dev/facets/compiler/diag"
 )
 
-// ManifestVersion is the format version of the launch manifest.
-const ManifestVersion = 1
+// Version is the format version of the launch manifest.
+const Version = 1
 
 // Manifest is the frozen result of a compile: the resolved catalog of
 // profiles with their launch snapshots, the role catalog, the MAIN.md
@@ -157,43 +156,6 @@ func (m *Manifest) Encode() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// MaxManifestBytes caps a manifest read back by ReadManifest: far above
-// what the profile, role and MAIN.md limits allow in practice.
-const MaxManifestBytes = 256 << 20
-
-// ReadManifest reads a manifest written by facets compile, checking it
-// against the #Manifest schema first, so a stale or hand-edited file is
-// reported with its position instead of launching a wrong snapshot.
-func ReadManifest(schema *cue.Schema, path string) (*Manifest, error) {
-	data, err := safefile.ReadFile(path, MaxManifestBytes)
-	if err != nil {
-		return nil, fmt.Errorf("read manifest: %w", err)
-	}
-	return ParseManifest(schema, path, data)
-}
-
-// ParseManifest is ReadManifest for a manifest already read from path.
-func ParseManifest(schema *cue.Schema, path string, data []byte) (*Manifest, error) {
-	if res := schema.ValidateJSON(cue.Manifest, path, data); !res.OK() {
-		f := res.Findings[0]
-		return nil, fmt.Errorf("read manifest %s:%d:%d: %s", f.File, f.Line, f.Column, f.Message)
-	}
-	var m Manifest
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("read manifest %s: %w", path, err)
-	}
-	if m.Version != ManifestVersion {
-		return nil, fmt.Errorf("read manifest %s: version %d, want %d", path, m.Version, ManifestVersion)
-	}
-	return &m, nil
-}
-
-// LoadManifest reads a frozen manifest with a freshly loaded schema; see
-// ReadManifest.
-func LoadManifest(path string) (*Manifest, error) {
-	schema, err := cue.Load()
-	if err != nil {
-		return nil, err
-	}
-	return ReadManifest(schema, path)
-}
+// MaxBytes caps a manifest read back from disk: far above what the
+// profile, role and MAIN.md limits allow in practice.
+const MaxBytes = 256 << 20
