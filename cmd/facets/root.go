@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -20,7 +22,39 @@ const (
 )
 
 // version is overridden at link time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
+var version = devVersion
+
+const devVersion = "0.1.0-dev"
+
+// buildVersion is the version this binary reports (facets --version, the Pi
+// extension handshake): the link-time version, else the module version of
+// a `go install ...@vX` build, else the development version with the VCS
+// revision it was built from, when the build recorded one.
+func buildVersion() string {
+	if version != devVersion {
+		return version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return version
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return strings.TrimPrefix(v, "v")
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision" && len(s.Value) >= 12:
+			rev = s.Value[:12]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = ".dirty"
+		}
+	}
+	if rev == "" {
+		return version
+	}
+	return version + "+" + rev + dirty
+}
 
 // app carries the streams every command writes to and the environment it
 // reads, so tests can run the whole CLI in process without global state.
@@ -80,7 +114,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "facets",
 		Short:         "Compile Pi capability profiles and roles into a frozen launch manifest",
-		Version:       version,
+		Version:       buildVersion(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
