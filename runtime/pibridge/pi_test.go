@@ -62,6 +62,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	herdrtest.Dispatch()
 	code := m.Run()
 	buildDirMu.Lock()
 	if buildDir != "" {
