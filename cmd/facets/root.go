@@ -35,8 +35,8 @@ type app struct {
 	// getenv reads one variable (names in internal/envvar); Main passes
 	// os.Getenv, tests a map's lookup.
 	getenv func(string) string
-	// environ is the environment of the herdr processes facets starts; nil
-	// means this process's own.
+	// environ is the environment of the herdr processes facets starts (and
+	// the PATH herdr is looked up on); Main passes os.Environ().
 	environ []string
 }
 
@@ -62,7 +62,7 @@ func (e usageError) Unwrap() error { return e.err }
 
 // Main runs the facets CLI and returns its exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return (&app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}).run(args)
+	return (&app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, environ: os.Environ()}).run(args)
 }
 
 // run runs the CLI with args and returns its exit code.

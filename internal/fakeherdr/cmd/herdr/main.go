@@ -1,0 +1,13 @@
+// Command herdr is the fake herdr (package fakeherdr) as a standalone
+// executable, for trying it by hand; build it outside the repository:
+// go build -o "$(mktemp -d)/herdr" ./internal/fakeherdr/cmd/herdr. Tests
+// do not build it: internal/herdrtest runs the test binary itself as herdr.
+package main
+
+import (
+	"os"
+
+	"github.com/facets-dev/facets/internal/fakeherdr"
+)
+
+func main() { os.Exit(fakeherdr.Main(os.Args[1:], os.Stdout, os.Stderr)) }
