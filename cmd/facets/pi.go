@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -79,7 +80,7 @@ JSON lines on stdin/stdout, for the life of the Pi process).`,
 				fmt.Fprintf(a.stderr, "facets: %s is a temporary go run binary; the extension will run \"facets\" from PATH\n", bin)
 				bin = ""
 			}
-			path, err := pibridge.Write(d, pibridge.Config{FacetsBin: bin, FacetsVersion: buildVersion()})
+			path, err := pibridge.Write(d, pibridge.Config{FacetsBin: bin, FacetsVersion: facetsVersion()})
 			if err != nil {
 				return err
 			}
@@ -174,7 +175,7 @@ func thisBinary() pibridge.Peer {
 	if err != nil {
 		bin = ""
 	}
-	return pibridge.Peer{Protocol: pibridge.Protocol, Version: buildVersion(), Path: bin}
+	return pibridge.Peer{Protocol: pibridge.Protocol, Version: facetsVersion(), Path: bin}
 }
 
 // mainManifest is the Main's catalog: the frozen manifest when one is
@@ -260,3 +261,6 @@ func openSubChannel(a *app) (*channel.Channel, error) {
 	}
 	return c, nil
 }
+
+// facetsVersion is this binary's build version, for the handshake.
+func facetsVersion() string { return buildVersion(version, debug.ReadBuildInfo) }

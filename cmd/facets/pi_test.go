@@ -58,8 +58,8 @@ func TestPiExtensionPathAndInstall(t *testing.T) {
 	} else if !filepath.IsAbs(cfg.FacetsBin) {
 		t.Errorf("bridge config = %s, want an absolute facetsBin", data)
 	}
-	if cfg.FacetsVersion != buildVersion() {
-		t.Errorf("bridge config = %s, want facetsVersion %q", data, buildVersion())
+	if cfg.FacetsVersion != facetsVersion() {
+		t.Errorf("bridge config = %s, want facetsVersion %q", data, facetsVersion())
 	}
 
 	dir := filepath.Join(t.TempDir(), "ext")
@@ -101,8 +101,8 @@ func TestPiExtensionPlan(t *testing.T) {
 	if code, _, _ := runPiCLI(t, env, "pi-extension", "plan", "--protocol", strconv.Itoa(pibridge.Protocol), "--role", "boss"); code != exitUsage {
 		t.Errorf("plan --role boss exit = %d, want %d", code, exitUsage)
 	}
-	if plan.Protocol != pibridge.Protocol || plan.Facets != buildVersion() || plan.Mismatch != "" {
-		t.Errorf("plan handshake = protocol %d facets %q mismatch %q, want %d %q and none", plan.Protocol, plan.Facets, plan.Mismatch, pibridge.Protocol, buildVersion())
+	if plan.Protocol != pibridge.Protocol || plan.Facets != facetsVersion() || plan.Mismatch != "" {
+		t.Errorf("plan handshake = protocol %d facets %q mismatch %q, want %d %q and none", plan.Protocol, plan.Facets, plan.Mismatch, pibridge.Protocol, facetsVersion())
 	}
 }
 
@@ -127,7 +127,7 @@ func TestPiExtensionPlanHandshake(t *testing.T) {
 		if code != 0 || json.Unmarshal([]byte(out), &plan) != nil {
 			t.Fatalf("plan %q = %d %s %s", tc.args, code, out, errs)
 		}
-		want := "does not match the facets binary (protocol " + strconv.Itoa(pibridge.Protocol) + ", facets " + buildVersion() + " at "
+		want := "does not match the facets binary (protocol " + strconv.Itoa(pibridge.Protocol) + ", facets " + facetsVersion() + " at "
 		if !strings.Contains(plan.Mismatch, tc.want) || !strings.Contains(plan.Mismatch, want) || !strings.Contains(plan.Mismatch, "`facets pi-extension install`") ||
 			(plan.Error != "") != tc.wantError || (len(plan.Warnings) == 1) == tc.wantError || len(plan.Tools) > 0 {
 			t.Errorf("plan %q = %+v, want the mismatch %q as error=%v", tc.args, plan, tc.want, tc.wantError)
