@@ -56,6 +56,26 @@ func TestFastGeneratorRefusesUnknownConstructs(t *testing.T) {
 	}
 }
 
+// TestFastGeneratorRefusesRepeatedDeclarations: CUE unifies every
+// declaration of a label, so a generator that keeps one of them would let
+// the fast path accept what CUE rejects.
+func TestFastGeneratorRefusesRepeatedDeclarations(t *testing.T) {
+	for name, files := range map[string]map[string][]byte{
+		"two files": {
+			"a.cue": []byte("package facets\n#Profile: {\nname?: =~\"b$\"\n}\n#Role: {}\n"),
+			"b.cue": []byte("package facets\n#Profile: {\nname?: =~\"^a\"\n}\n"),
+		},
+		"one file":   {"a.cue": []byte("package facets\n#Profile: {}\n#Role: {}\n#Profile: {x?: string}\n")},
+		"same field": {"a.cue": []byte("package facets\n#Profile: {\nname?: =~\"b$\"\nname?: =~\"^a\"\n}\n#Role: {}\n")},
+	} {
+		if _, err := fastgen.Generate(files); err == nil {
+			t.Errorf("%s: generator accepted a repeated declaration", name)
+		} else {
+			t.Logf("%s: %v", name, err)
+		}
+	}
+}
+
 // sameAsCUE validates one document both ways, through the public API with
 // the fast path and with CUE alone, and fails unless the results agree:
 // verdict, findings, positions and decoded value. It reports whether the
