@@ -44,6 +44,10 @@ func ProjectTarget(dir string) Target {
 	return Target{FacetsDir: filepath.Join(dir, ".pi", "facets"), AgentsDir: filepath.Join(dir, ".pi", "agents"), Root: dir}
 }
 
+// ErrInvalidName is the error NewProfile and NewRole wrap for a name that
+// is not a valid profile or role name (see ValidName).
+var ErrInvalidName = errors.New("a name is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+
 // defaultTools is the read-only tool set of a new profile; edit it.
 var defaultTools = []string{"read", "grep", "find", "ls"}
 
@@ -65,7 +69,7 @@ type profileDoc struct {
 // and returns the paths it created.
 func NewProfile(w Target, name string, legacy bool) ([]string, error) {
 	if !ValidName(name) {
-		return nil, fmt.Errorf("new profile %q: a name is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
+		return nil, fmt.Errorf("new profile %q: %w", name, ErrInvalidName)
 	}
 	dir := filepath.Join(w.FacetsDir, "profiles")
 	for _, p := range []string{filepath.Join(dir, name), filepath.Join(dir, name+".json")} {
@@ -107,7 +111,7 @@ func NewProfile(w Target, name string, legacy bool) ([]string, error) {
 // returns its path. It refuses an invalid name and an existing file.
 func NewRole(w Target, name string) (string, error) {
 	if !ValidName(name) {
-		return "", fmt.Errorf("new role %q: a name is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
+		return "", fmt.Errorf("new role %q: %w", name, ErrInvalidName)
 	}
 	p := filepath.Join(w.AgentsDir, name+".md")
 	text := strings.Join([]string{
@@ -127,6 +131,21 @@ func NewRole(w Target, name string) (string, error) {
 		return "", err
 	}
 	return p, nil
+}
+
+// EnsureSchema installs the profile JSON Schema that schema returns (see
+// InstallSchema) when nothing is at w.FacetsDir/profile.schema.json yet, so
+// a new profile's "$schema" resolves; an existing file, of whatever
+// version, is left alone. It returns the path it wrote, or "".
+func EnsureSchema(w Target, schema func() ([]byte, error)) (string, error) {
+	if _, err := os.Lstat(filepath.Join(w.FacetsDir, SchemaFile)); !errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	b, err := schema()
+	if err != nil {
+		return "", err
+	}
+	return InstallSchema(w, b)
 }
 
 // InstallSchema writes b, the profile JSON Schema generated from the

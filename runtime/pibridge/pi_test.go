@@ -58,6 +58,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	herdrtest.Dispatch()
 	code := m.Run()
 	buildDirMu.Lock()
 	if buildDir != "" {
