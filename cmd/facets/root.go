@@ -126,6 +126,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newInterruptCmd(a),
 		newCloseCmd(a),
 		newListCmd(a),
+		newLSPCmd(a),
 		newExplainCmd(a),
 		newHerdrVisibilityCmd(a),
 		newPiExtensionCmd(a),
@@ -149,13 +150,17 @@ func strictArgs(cmd *cobra.Command) {
 		strictArgs(sub)
 	}
 	if cmd.HasSubCommands() && cmd.Run == nil && cmd.RunE == nil {
-		cmd.Args = cobra.ArbitraryArgs
-		cmd.RunE = func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return cmd.Help()
+		cmd.Args = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return unknownCommand(cmd, args[0])
 			}
-			return unknownCommand(cmd, args[0])
+			return nil
 		}
+		cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		if cmd.Annotations == nil {
+			cmd.Annotations = map[string]string{}
+		}
+		cmd.Annotations[groupAnnotation] = "true"
 		return
 	}
 	if check := cmd.Args; check != nil {
@@ -167,6 +172,10 @@ func strictArgs(cmd *cobra.Command) {
 		}
 	}
 }
+
+// groupAnnotation marks a command that strictArgs made a group: it does
+// nothing but print its help.
+const groupAnnotation = "facets-group"
 
 // unknownCommand is the usage error for a subcommand name cmd does not
 // have, on one line, with the names it may have meant.
