@@ -39,6 +39,10 @@ type Config struct {
 	// FacetsBin is the absolute path of the facets binary the extension runs;
 	// empty means "facets" from PATH. $FACETS_BIN overrides it at run time.
 	FacetsBin string `json:"facetsBin,omitempty"`
+	// FacetsVersion is the build version of the facets that wrote the
+	// extension; the extension names it in the handshake, so a mismatch
+	// message can say which facets installed it.
+	FacetsVersion string `json:"facetsVersion,omitempty"`
 }
 
 // DefaultDir returns the directory Pi auto-discovers the extension from:
