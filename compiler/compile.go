@@ -198,10 +198,10 @@ type compilation struct {
 	// foundProfiles is set when discovery found a profile file (valid or
 	// not) or a misnamed folder meant for one.
 	foundProfiles bool
-	workers   int
-	env       profiles.Env
-	sources   map[string]string
-	noDigests bool
+	workers       int
+	env           profiles.Env
+	sources       map[string]string
+	noDigests     bool
 	// realPaths is shared by the parallel per-profile resolutions.
 	realPaths *profiles.RealPaths
 }
