@@ -120,7 +120,7 @@ func Compile(schema *cue.Schema, opts Options) (*manifest.Manifest, []Diagnostic
 	in := RoleInput{
 		BundledDir: opts.BundledRoles, Packs: opts.RolePacks,
 		AgentDir: env.AgentDir, Cwd: env.Cwd, Trusted: trust.Trusted, Workers: opts.Workers,
-		NoDigests: opts.NoDigests,
+		NoDigests: opts.NoDigests, Overlay: env.Overlay,
 	}
 	if env.ProjectOnly {
 		// Role packs, bundled roles and global roles are the user's, not

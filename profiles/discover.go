@@ -13,7 +13,7 @@ import (
 func DiscoverProfiles(env Env, trusted bool) []ScopeProfiles {
 	var out []ScopeProfiles
 	if !env.ProjectOnly {
-		out = append(out, ScanProfiles(env.GlobalProfilesDir(), Global))
+		out = append(out, scanProfiles(env.GlobalProfilesDir(), Global, env.Overlay))
 	}
 	if !trusted {
 		return out
@@ -23,7 +23,7 @@ func DiscoverProfiles(env Env, trusted bool) []ScopeProfiles {
 		if filepath.Clean(pd) == filepath.Clean(env.GlobalProfilesDir()) {
 			continue // the agent dir may live inside the project tree
 		}
-		out = append(out, ScanProfiles(pd, Project))
+		out = append(out, scanProfiles(pd, Project, env.Overlay))
 	}
 	return out
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/facets-dev/facets/internal/envvar"
 )
 
-// Env locates the directories discovery starts from. Every field is an
-// absolute, cleaned path.
+// Env locates the directories discovery starts from. Every path is
+// absolute and cleaned.
 type Env struct {
 	AgentDir string // Pi's agent dir: $PI_CODING_AGENT_DIR or ~/.pi/agent
 	Home     string // the user's home directory
@@ -21,6 +21,9 @@ type Env struct {
 	ProjectOnly bool
 	// Root is the topmost project directory read when ProjectOnly.
 	Root string
+	// Overlay, when set, holds unsaved contents read instead of the files
+	// at those paths (facets lsp); check and compile leave it nil.
+	Overlay Overlay
 }
 
 // ProjectOnlyEnv is e restricted to the repository that holds e.Cwd (see

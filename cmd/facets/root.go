@@ -126,6 +126,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newInterruptCmd(a),
 		newCloseCmd(a),
 		newListCmd(a),
+		newLSPCmd(a),
 		newExplainCmd(a),
 		newHerdrVisibilityCmd(a),
 		newPiExtensionCmd(a),
