@@ -155,7 +155,7 @@ func TestJSONSchemaAgreesWithCUE(t *testing.T) {
 // FuzzProfileConfig feeds arbitrary bytes to the config.json validator: it
 // must never panic, every finding must carry a position, and a document it
 // accepts must be valid JSON that decodes.
-// knownProfileKeys is the README's field table: any other key is an error.
+// knownProfileKeys is docs/profiles.md's field table: any other key is an error.
 var knownProfileKeys = map[string]bool{"$schema": true, "version": true, "name": true, "description": true,
 	"model": true, "thinkingLevel": true, "sessionPersistence": true, "invocation": true, "tools": true,
 	"skills": true, "instructions": true}

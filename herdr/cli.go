@@ -66,8 +66,8 @@ type CLI struct {
 var _ Surface = (*CLI)(nil)
 
 // NewCLI returns the Surface that runs the herdr at path (see BinaryPath;
-// a bare name is looked up on env's PATH), with env as its environment
-// (nil: this process's) and getenv as the source of the pane's Herdr
+// a bare name is looked up on env's PATH), with env as its whole
+// environment and getenv as the source of the pane's Herdr
 // variables.
 func NewCLI(path string, getenv func(string) string, env []string) *CLI {
 	return &CLI{Runner: ExecRunner{Path: path, Env: env}, Getenv: getenv}

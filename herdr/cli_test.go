@@ -497,3 +497,22 @@ func TestOwnedAfterServerRestart(t *testing.T) {
 		t.Errorf("Owned (token) of the unrelated tab = %v, %v; want gone", ex, err)
 	}
 }
+
+// TestExecRunnerReadsOnlyTheEnvItIsGiven: the command layer resolves the
+// environment and passes it, so a herdr on this process's PATH but not on
+// Env's is not found, and the child gets Env and nothing else.
+func TestExecRunnerReadsOnlyTheEnvItIsGiven(t *testing.T) {
+	t.Setenv("PATH", fakeBinDir)
+	t.Setenv("FAKEHERDR_STATE", t.TempDir())
+	for name, env := range map[string][]string{"nil": nil, "no PATH": {"HOME=/nonexistent"}} {
+		if _, err := (ExecRunner{Env: env}).Run(context.Background(), []string{"--version"}); !errors.Is(err, ErrNotInstalled) {
+			t.Errorf("%s Env: err = %v, want ErrNotInstalled although herdr is on this process's PATH", name, err)
+		}
+	}
+	// A path with a slash needs no PATH; with a nil Env the fake does not
+	// see this process's FAKEHERDR_STATE either.
+	res, err := ExecRunner{Path: filepath.Join(fakeBinDir, "herdr")}.Run(context.Background(), []string{"--version"})
+	if err != nil || res.ExitCode == 0 || !strings.Contains(string(res.Stderr), "FAKEHERDR_STATE is not set") {
+		t.Errorf("nil Env inherited this process's environment: %+v, %v", res, err)
+	}
+}

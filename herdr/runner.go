@@ -54,7 +54,10 @@ type ExecRunner struct {
 	// Path is the executable, looked up on Env's PATH when it has no slash.
 	// Empty means "herdr".
 	Path string
-	// Env is the child's environment; nil means this process's environment.
+	// Env is the child's whole environment, resolved by the command layer
+	// (cmd/facets passes os.Environ()); nil is an empty environment. The
+	// runner never reads this process's environment itself, so what herdr
+	// sees is exactly what the caller passed.
 	Env []string
 }
 
@@ -66,6 +69,9 @@ func (r ExecRunner) Run(ctx context.Context, args []string) (Result, error) {
 	}
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Env = r.Env
+	if cmd.Env == nil {
+		cmd.Env = []string{} // exec would otherwise inherit os.Environ()
+	}
 	// A killed herdr may leave grandchildren holding the pipes; do not wait
 	// for them forever.
 	cmd.WaitDelay = 2 * time.Second
@@ -99,11 +105,7 @@ func (r ExecRunner) resolve() (string, error) {
 		}
 		return name, nil
 	}
-	pathList := os.Getenv("PATH")
-	if r.Env != nil {
-		pathList = envValue(r.Env, "PATH")
-	}
-	for _, dir := range filepath.SplitList(pathList) {
+	for _, dir := range filepath.SplitList(envValue(r.Env, "PATH")) {
 		if dir == "" {
 			continue // an empty entry means ".", which a launcher must not trust
 		}

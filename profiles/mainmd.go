@@ -27,9 +27,12 @@ func MainFiles(env Env, trusted bool) ([]MainFile, []diag.Diagnostic) {
 		path  string
 		scope Scope
 	}
-	cands := []cand{{filepath.Join(env.AgentDir, "facets", "MAIN.md"), Global}}
+	var cands []cand
+	if !env.ProjectOnly {
+		cands = append(cands, cand{filepath.Join(env.AgentDir, "facets", "MAIN.md"), Global})
+	}
 	if trusted {
-		for _, dir := range Ancestors(env.Cwd) {
+		for _, dir := range env.ProjectDirs() {
 			cands = append(cands, cand{filepath.Join(dir, ".pi", "facets", "MAIN.md"), Project})
 		}
 	}
@@ -41,10 +44,10 @@ func MainFiles(env Env, trusted bool) ([]MainFile, []diag.Diagnostic) {
 			continue
 		}
 		seen[c.path] = true
-		if _, err := os.Lstat(c.path); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Lstat(c.path); errors.Is(err, fs.ErrNotExist) && !env.Overlay.has(c.path) {
 			continue
 		}
-		b, ps := readLimited(c.path, MaxMainBytes, "", "main")
+		b, ps := readLimited(env.Overlay, c.path, MaxMainBytes, "", "main")
 		if len(ps) > 0 {
 			probs = append(probs, warnings(ps)...)
 			continue

@@ -237,12 +237,16 @@ func IsNamedSkill(ref string) bool {
 // profile file), regardless of trust. Each candidate matches as a file, a
 // directory with SKILL.md, or the same with ".md" appended.
 func ResolveSkill(ref, baseDir string, env Env, trusted bool) (string, bool) {
-	ref = expandHome(ref, env.Home)
+	if !env.ProjectOnly {
+		ref = expandHome(ref, env.Home) // a repository judged alone has no home
+	}
 	var cands []string
 	if IsNamedSkill(ref) {
-		cands = append(cands, filepath.Join(env.AgentDir, "skills", ref), filepath.Join(env.Home, ".agents", "skills", ref))
+		if !env.ProjectOnly {
+			cands = append(cands, filepath.Join(env.AgentDir, "skills", ref), filepath.Join(env.Home, ".agents", "skills", ref))
+		}
 		if trusted {
-			up := Ancestors(env.Cwd)
+			up := env.ProjectDirs()
 			for i := len(up) - 1; i >= 0; i-- {
 				cands = append(cands, filepath.Join(up[i], ".pi", "skills", ref), filepath.Join(up[i], ".agents", "skills", ref))
 			}

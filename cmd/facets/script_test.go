@@ -13,9 +13,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
-		"facets": func() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
-	})
+	commands := herdrtest.Commands() // "herdr": the fake
+	commands["facets"] = func() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
+	testscript.Main(m, commands)
 }
 
 // TestScripts runs the end-to-end scripts in testdata/script against the

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -25,6 +24,8 @@ type sourceFlags struct {
 	bundledRoles string
 	getenv       func(string) string
 	home         string
+	// projectOnly is check's --project-only (profiles.Env.ProjectOnly).
+	projectOnly bool
 	// noDigests is set by check, which discards the manifest, and by the
 	// Pi startup plan, which reads no digest (compiler.Options.NoDigests).
 	noDigests bool
@@ -40,6 +41,15 @@ func (f *sourceFlags) register(a *app, cmd *cobra.Command) {
 	fl.StringArrayVar(&f.rolePacks, "role-pack", nil, "absolute path of a registered role pack (.md file or directory); repeatable; adds to $"+envvar.RolePacks)
 	fl.StringVar(&f.bundledRoles, "bundled-roles", "", "directory of the host package's bundled roles (default $"+envvar.BundledRoles+")")
 	cmd.MarkFlagsMutuallyExclusive("trust", "no-trust")
+}
+
+// registerProjectOnly adds check's --project-only, which ignores what the
+// other source flags name outside the repository, so it excludes them.
+func (f *sourceFlags) registerProjectOnly(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&f.projectOnly, "project-only", false, "judge the repository alone, as CI and pre-commit do: only the .pi scopes from the repository root (the nearest .git) down to --cwd, trusted; no agent dir, home, role packs or bundled roles")
+	for _, other := range []string{"no-trust", "agent-dir", "role-pack", "bundled-roles"} {
+		cmd.MarkFlagsMutuallyExclusive("project-only", other)
+	}
 }
 
 // options turns the flags and environment into compiler options.
@@ -58,22 +68,22 @@ func (f *sourceFlags) options() (compiler.Options, error) {
 	if err != nil {
 		return compiler.Options{}, err
 	}
-	if fi, err := os.Stat(env.Cwd); err != nil || !fi.IsDir() {
+	if err := requireDir("--cwd", env.Cwd); err != nil {
 		return compiler.Options{}, usageError{fmt.Errorf("--cwd %s is not a directory", f.cwd)}
 	}
-	// An agent dir given explicitly must exist: a typo would otherwise pass
-	// silently with nothing checked. ~/.pi/agent may be missing on a fresh
-	// machine; that is reported as a no-profiles warning instead.
-	if f.agentDir != "" {
-		if fi, err := os.Stat(env.AgentDir); err != nil || !fi.IsDir() {
-			return compiler.Options{}, usageError{fmt.Errorf("--agent-dir %s is not a directory", f.agentDir)}
-		}
+	if err := requireDir("--agent-dir", f.agentDir); err != nil {
+		return compiler.Options{}, err
 	}
 	opts := compiler.Options{Env: env, BundledRoles: f.bundledRoles}
 	if opts.BundledRoles == "" {
 		opts.BundledRoles = f.getenv(envvar.BundledRoles)
 	}
 	switch {
+	case f.projectOnly:
+		// The repository's own files are what is judged: trusted.
+		opts.Env = env.ProjectOnlyEnv()
+		t := true
+		opts.TrustFlag = &t
 	case f.trust:
 		t := true
 		opts.TrustFlag = &t

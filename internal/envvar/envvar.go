@@ -1,6 +1,6 @@
 // Package envvar is the one place that spells the environment variables
 // facets reads or sets, so the Go commands, the runtime, the Herdr adapter
-// and the README cannot drift apart. Each constant says who sets the
+// and docs/environment.md cannot drift apart. Each constant says who sets the
 // variable and who reads it.
 //
 // The Pi extension (runtime/pibridge/extension/index.ts) reads two of them

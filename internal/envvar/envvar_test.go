@@ -117,28 +117,21 @@ func TestNoLiteralsOutsideContract(t *testing.T) {
 	}
 }
 
-// TestREADMETable checks that the README's environment table lists exactly
+// TestDocsTable checks that the table of docs/environment.md lists exactly
 // the contract's variables, in the same order.
-func TestREADMETable(t *testing.T) {
+func TestDocsTable(t *testing.T) {
 	t.Parallel()
-	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	data, err := os.ReadFile(filepath.Join(root, "docs", "environment.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(data), "\n## Environment\n")
-	if !ok {
-		t.Fatal("README.md has no ## Environment section")
-	}
-	if i := strings.Index(section, "\n#"); i >= 0 {
-		section = section[:i]
-	}
 	row := regexp.MustCompile("(?m)^\\| `([A-Z_]+)` \\|")
 	var got []string
-	for _, m := range row.FindAllStringSubmatch(section, -1) {
+	for _, m := range row.FindAllStringSubmatch(string(data), -1) {
 		got = append(got, m[1])
 	}
 	if d := cmp.Diff(variables(t), got); d != "" {
-		t.Errorf("README environment table differs from internal/envvar (-contract +README):\n%s", d)
+		t.Errorf("docs/environment.md's table differs from internal/envvar (-contract +docs):\n%s", d)
 	}
 }
 

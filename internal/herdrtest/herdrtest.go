@@ -1,5 +1,5 @@
-// Package herdrtest builds the fake herdr executable (internal/fakeherdr) and
-// steers and reads its state, for tests of code that drives Herdr.
+// Package herdrtest runs the fake herdr (internal/fakeherdr) as an executable
+// and steers and reads its state, for tests of code that drives Herdr.
 package herdrtest
 
 import (
@@ -18,39 +18,77 @@ import (
 	"time"
 
 	"github.com/facets-dev/facets/internal/fakectl"
+	"github.com/facets-dev/facets/internal/fakeherdr"
 )
 
-// Binary compiles the fake herdr into a directory that lives as long as the
-// test (the build cache makes repeated builds cheap) and returns it.
+// The fake herdr is this test binary run under the name "herdr": Dispatch
+// (called by Main, or first thing in a package's own TestMain) turns the
+// process into the fake when it was started as herdr. Nothing is compiled
+// in a subprocess, so the fake's code is part of the test binary and go
+// test's cache sees every change to it, and nothing is written into the
+// repository: the "herdr" is a symlink in a temporary directory.
+
+// fakeName is the program name under which the test binary is the fake.
+const fakeName = "herdr"
+
+// dispatching records that this test binary runs the fake when started as
+// herdr (Dispatch was called), without which Binary would hand out a
+// symlink that runs the tests instead.
+var dispatching bool
+
+// Dispatch runs the fake herdr and exits if this process was started as
+// herdr; otherwise it returns and the tests run. Call it first in TestMain
+// (Main does).
+func Dispatch() {
+	dispatching = true
+	if filepath.Base(os.Args[0]) == fakeName {
+		os.Exit(fakeherdr.Main(os.Args[1:], os.Stdout, os.Stderr))
+	}
+}
+
+// Commands is Dispatch for a TestMain that uses testscript.Main: merge it
+// into testscript's command map, which runs the fake when the binary is
+// started as herdr.
+func Commands() map[string]func() {
+	dispatching = true
+	return map[string]func(){fakeName: func() { os.Exit(fakeherdr.Main(os.Args[1:], os.Stdout, os.Stderr)) }}
+}
+
+// Binary returns a directory holding "herdr", the fake, that lives as long
+// as the test.
 func Binary(tb testing.TB) string {
 	tb.Helper()
 	dir := tb.TempDir()
-	if err := buildInto(dir); err != nil {
+	if err := linkInto(dir); err != nil {
 		tb.Fatal(err)
 	}
 	return dir
 }
 
-// buildInto builds dir/herdr. -buildvcs=false keeps the build working where
-// git refuses to read the checkout (a CI user other than its owner).
-func buildInto(dir string) error {
-	cmd := exec.Command("go", "build", "-buildvcs=false", "-o", filepath.Join(dir, "herdr"), "github.com/facets-dev/facets/internal/fakeherdr")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("build fake herdr: %w\n%s", err, out.Bytes())
+// linkInto makes dir/herdr a symlink to this test binary.
+func linkInto(dir string) error {
+	if !dispatching {
+		return errors.New("herdrtest: the fake herdr is this test binary; call herdrtest.Main, herdrtest.Dispatch or herdrtest.Commands from TestMain")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("fake herdr: %w", err)
+	}
+	if err := os.Symlink(exe, filepath.Join(dir, fakeName)); err != nil {
+		return fmt.Errorf("fake herdr: %w", err)
 	}
 	return nil
 }
 
-// Main builds the fake herdr into a temporary directory, stores it in
-// *binDir, runs the package's tests and exits with their status; call it
-// from TestMain.
+// Main runs the fake when started as herdr (Dispatch); otherwise it links
+// the fake into a temporary directory, stores that in *binDir, runs the
+// package's tests and exits with their status. Call it from TestMain.
 func Main(m *testing.M, binDir *string) {
+	Dispatch()
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "fakeherdr-bin-")
 	if err == nil {
-		err = buildInto(dir)
+		err = linkInto(dir)
 	}
 	if err != nil {
 		os.RemoveAll(dir)

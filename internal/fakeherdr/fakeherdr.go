@@ -1,10 +1,13 @@
-// Command fakeherdr is a stand-in for the herdr executable in tests. It
-// follows the command-line contract of Herdr 0.8.2 described in
+// Package fakeherdr is a stand-in for the herdr executable in tests: Main is
+// its whole command line. internal/herdrtest runs it as "herdr" by
+// re-executing the test binary, so the fake is linked into every test that
+// uses it and a change to the fake is a change to that test's inputs (go
+// test's cache cannot serve a stale result). It follows the command-line contract of Herdr 0.8.2 described in
 // herdr/README.md for the commands Facets uses, keeps its state in the
 // directory named by FAKEHERDR_STATE, appends every call to calls.jsonl there,
 // and reads failure knobs from control.json (internal/fakectl) in the same
 // directory.
-package main
+package fakeherdr
 
 import (
 	"bytes"
@@ -48,11 +51,9 @@ func serverErr(code, format string, args ...any) *cliError {
 	return &cliError{exit: 1, code: code, message: fmt.Sprintf(format, args...)}
 }
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
-
-func run(args []string, stdout, stderr io.Writer) int {
+// Main runs one herdr command line (args without the program name) and
+// returns its exit status.
+func Main(args []string, stdout, stderr io.Writer) int {
 	dir := os.Getenv("FAKEHERDR_STATE")
 	if dir == "" {
 		fmt.Fprintln(stderr, "fakeherdr: FAKEHERDR_STATE is not set")
