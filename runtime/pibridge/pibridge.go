@@ -54,7 +54,9 @@ func DefaultDir(agentDir string) string {
 // Write installs the extension into dir (created with mode 0755 if missing)
 // as index.ts plus its ConfigFile, and returns the absolute path of index.ts,
 // which is what `pi -e` and FACETS_PI_BRIDGE take. Files are replaced
-// atomically so a Pi starting concurrently never loads half a file.
+// atomically so a Pi starting concurrently never loads half a file, and
+// replaced, never written through: a link at either is replaced and a
+// special file refused (safefile.WriteFileIn below dir).
 func Write(dir string, cfg Config) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -67,11 +69,11 @@ func Write(dir string, cfg Config) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("install pi extension: %w", err)
 	}
-	if err := safefile.WriteFileAtomic(filepath.Join(abs, ConfigFile), append(conf, '\n'), 0o644); err != nil {
+	if err := safefile.WriteFileIn(abs, filepath.Join(abs, ConfigFile), append(conf, '\n'), 0o644); err != nil {
 		return "", err
 	}
 	path := filepath.Join(abs, ExtensionFile)
-	if err := safefile.WriteFileAtomic(path, extensionSource, 0o644); err != nil {
+	if err := safefile.WriteFileIn(abs, path, extensionSource, 0o644); err != nil {
 		return "", err
 	}
 	return path, nil
