@@ -120,7 +120,7 @@ func Compile(schema *cue.Schema, opts Options) (*manifest.Manifest, []Diagnostic
 		roles, roleDiags, roleSources = compileRoles(s, RoleInput{
 			BundledDir: opts.BundledRoles, Packs: opts.RolePacks,
 			AgentDir: env.AgentDir, Cwd: env.Cwd, Trusted: trust.Trusted, Workers: opts.Workers,
-			NoDigests: opts.NoDigests,
+			NoDigests: opts.NoDigests, Overlay: env.Overlay,
 		})
 	}
 	roleSchema, err := cue.Load()

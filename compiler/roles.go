@@ -15,13 +15,14 @@ import (
 
 // RoleInput says where compileRoles finds role definitions.
 type RoleInput struct {
-	BundledDir string   // host package's agents/ dir (--bundled-roles); empty means none
-	Packs      []string // registered role-pack paths (--role-pack, FACETS_ROLE_PACKS), in order
-	AgentDir   string   // Pi's agent dir; global roles live in <AgentDir>/agents
-	Cwd        string   // project roles live in <Cwd>/.pi/agents
-	Trusted    bool     // an untrusted project contributes no roles
-	Workers    int      // bounds parallel validation; zero means GOMAXPROCS
-	NoDigests  bool     // leave SHA256 and the sources empty (check discards them)
+	BundledDir string           // host package's agents/ dir (--bundled-roles); empty means none
+	Packs      []string         // registered role-pack paths (--role-pack, FACETS_ROLE_PACKS), in order
+	AgentDir   string           // Pi's agent dir; global roles live in <AgentDir>/agents
+	Cwd        string           // project roles live in <Cwd>/.pi/agents
+	Trusted    bool             // an untrusted project contributes no roles
+	Workers    int              // bounds parallel validation; zero means GOMAXPROCS
+	NoDigests  bool             // leave SHA256 and the sources empty (check discards them)
+	Overlay    profiles.Overlay // unsaved contents read instead of the files (see profiles.Env.Overlay)
 }
 
 // roleKeys are the frontmatter keys of #Role, in the order checked against
@@ -106,7 +107,7 @@ type roleDef struct {
 // digest of every role file and package.json read.
 func compileRoles(schema *cue.Schema, in RoleInput) (roles []manifest.Role, diags []Diagnostic, sources []manifest.Source) {
 	found, problems := profiles.DiscoverRoles(profiles.RoleSources{BundledDir: in.BundledDir, Packs: in.Packs,
-		AgentDir: in.AgentDir, Cwd: in.Cwd, Trusted: in.Trusted})
+		AgentDir: in.AgentDir, Cwd: in.Cwd, Trusted: in.Trusted, Overlay: in.Overlay})
 	diags = append(diags, problems...)
 	defs := make([]roleDef, len(found.Files))
 	fileDiags := make([][]Diagnostic, len(found.Files))

@@ -1,6 +1,6 @@
 package cue
 
-//go:generate go run ./internal/fastgen/cmd
+//go:generate go run gen.go
 
 import (
 	"encoding/json"

@@ -99,7 +99,7 @@ func (s *Schema) slowJSON(d Definition, file string, src []byte) (res *Result) {
 	if err := s.init(); err != nil {
 		return &Result{Findings: []Finding{schemaFinding(file, err)}}
 	}
-	expr, err := cuejson.Extract(file, src)
+	expr, err := extractJSON(file, src)
 	if err != nil {
 		return &Result{Findings: []Finding{jsonSyntaxFinding(file, src, err)}}
 	}
@@ -110,6 +110,60 @@ func (s *Schema) slowJSON(d Definition, file string, src []byte) (res *Result) {
 			Message: "document must be a JSON object", Hint: "wrap the settings in { }"}}}}
 	}
 	return s.validate(d, file, lit, s.ctx.BuildExpr(lit))
+}
+
+// extractJSON parses a JSON document into CUE syntax. JSON allows U+FEFF
+// inside a string (Pi's JSON.parse and the YAML frontmatter path accept
+// it) but CUE's scanner refuses it anywhere, so each one inside a string
+// is swapped for a character of the same length CUE accepts and swapped
+// back in the parsed literals: the verdict is JSON's and every position
+// stays that of the file. A U+FEFF outside a string stays a syntax error.
+func extractJSON(file string, src []byte) (ast.Expr, error) {
+	const bom = "\uFEFF"
+	if !bytes.Contains(src, []byte(bom)) {
+		return cuejson.Extract(file, src)
+	}
+	// A private-use character of the same UTF-8 length that the document
+	// does not contain; documents holding all of them keep CUE's verdict.
+	var stand string
+	for _, r := range []rune{'\uF8FF', '\uF8FE', '\uF8FD', '\uF8FC'} {
+		if !bytes.ContainsRune(src, r) {
+			stand = string(r)
+			break
+		}
+	}
+	if stand == "" {
+		return cuejson.Extract(file, src)
+	}
+	swapped := make([]byte, 0, len(src))
+	in := false
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case in && c == '\\' && i+1 < len(src):
+			swapped = append(swapped, c, src[i+1])
+			i++
+			continue
+		case c == '"':
+			in = !in
+		case in && bytes.HasPrefix(src[i:], []byte(bom)):
+			swapped = append(swapped, stand...)
+			i += len(bom) - 1
+			continue
+		}
+		swapped = append(swapped, c)
+	}
+	expr, err := cuejson.Extract(file, swapped)
+	if err != nil {
+		return nil, err
+	}
+	ast.Walk(expr, func(n ast.Node) bool {
+		if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+			lit.Value = strings.ReplaceAll(lit.Value, stand, bom)
+		}
+		return true
+	}, nil)
+	return expr, nil
 }
 
 // ValidateFrontmatter validates YAML frontmatter taken from a Markdown file

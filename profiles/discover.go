@@ -10,7 +10,7 @@ import (
 // working directory. The result is in precedence order: later scopes
 // override earlier ones.
 func DiscoverProfiles(env Env, trusted bool) []ScopeProfiles {
-	out := []ScopeProfiles{ScanProfiles(env.GlobalProfilesDir(), Global)}
+	out := []ScopeProfiles{scanProfiles(env.GlobalProfilesDir(), Global, env.Overlay)}
 	if !trusted {
 		return out
 	}
@@ -19,7 +19,7 @@ func DiscoverProfiles(env Env, trusted bool) []ScopeProfiles {
 		if filepath.Clean(pd) == filepath.Clean(env.GlobalProfilesDir()) {
 			continue // the agent dir may live inside the project tree
 		}
-		out = append(out, ScanProfiles(pd, Project))
+		out = append(out, scanProfiles(pd, Project, env.Overlay))
 	}
 	return out
 }

@@ -7,12 +7,15 @@ import (
 	"github.com/facets-dev/facets/internal/envvar"
 )
 
-// Env locates the directories discovery starts from. Every field is an
-// absolute, cleaned path.
+// Env locates the directories discovery starts from. Every path is
+// absolute and cleaned.
 type Env struct {
 	AgentDir string // Pi's agent dir: $PI_CODING_AGENT_DIR or ~/.pi/agent
 	Home     string // the user's home directory
 	Cwd      string // the working directory the Main Pi starts in
+	// Overlay, when set, holds unsaved contents read instead of the files
+	// at those paths (facets lsp); check and compile leave it nil.
+	Overlay Overlay
 }
 
 // NewEnv resolves the agent dir with AgentDir (no explicit override) and

@@ -41,10 +41,10 @@ func MainFiles(env Env, trusted bool) ([]MainFile, []diag.Diagnostic) {
 			continue
 		}
 		seen[c.path] = true
-		if _, err := os.Lstat(c.path); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Lstat(c.path); errors.Is(err, fs.ErrNotExist) && !env.Overlay.has(c.path) {
 			continue
 		}
-		b, ps := readLimited(c.path, MaxMainBytes, "", "main")
+		b, ps := readLimited(env.Overlay, c.path, MaxMainBytes, "", "main")
 		if len(ps) > 0 {
 			probs = append(probs, warnings(ps)...)
 			continue

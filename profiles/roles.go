@@ -40,6 +40,7 @@ type RoleSources struct {
 	AgentDir   string   // Pi's agent dir; roles live in <AgentDir>/agents
 	Cwd        string   // working directory; project roles live in <Cwd>/.pi/agents
 	Trusted    bool     // whether the project may contribute roles
+	Overlay    Overlay  // unsaved contents read instead of the files (see Env.Overlay)
 }
 
 // RoleFile is one discovered role definition. Data is nil when the file
@@ -69,7 +70,7 @@ type Roles struct {
 // DiscoverRoles finds and reads role definitions in every layer. It never
 // stops at a bad file: each problem is reported and discovery continues.
 func DiscoverRoles(src RoleSources) (Roles, []diag.Diagnostic) {
-	d := &roleDiscovery{packages: map[string]packageIdentity{}}
+	d := &roleDiscovery{packages: map[string]packageIdentity{}, overlay: src.Overlay}
 	if src.BundledDir != "" {
 		dir := src.BundledDir
 		if !filepath.IsAbs(dir) {
@@ -93,6 +94,7 @@ type roleDiscovery struct {
 	out      Roles
 	problems []diag.Diagnostic
 	packages map[string]packageIdentity // by start directory
+	overlay  Overlay
 }
 
 type packageIdentity struct {
@@ -128,7 +130,7 @@ func (d *roleDiscovery) layerDir(layer, dir string, required bool) {
 	}
 	reads := make([]read, len(names))
 	forEach(len(names), func(i int) {
-		reads[i].data, reads[i].p = readRoleFile(filepath.Join(dir, names[i]))
+		reads[i].data, reads[i].p = readRoleFile(d.overlay, filepath.Join(dir, names[i]))
 	})
 	for i, name := range names {
 		d.recordRole(layer, filepath.Join(dir, name), packageIdentity{}, reads[i].data, reads[i].p)
@@ -237,7 +239,7 @@ func packageLabel(name, version string) string {
 // An unreadable file is still listed (with nil Data) so that the compiler
 // can keep it from silently falling back to a lower layer.
 func (d *roleDiscovery) readRole(layer, path string, id packageIdentity) {
-	data, p := readRoleFile(path)
+	data, p := readRoleFile(d.overlay, path)
 	d.recordRole(layer, path, id, data, p)
 }
 
@@ -257,8 +259,8 @@ func (d *roleDiscovery) recordRole(layer, path string, id packageIdentity, data 
 }
 
 // readRoleFile reads a regular file of at most MaxRoleFileBytes.
-func readRoleFile(path string) ([]byte, *diag.Diagnostic) {
-	data, err := safefile.ReadFile(path, MaxRoleFileBytes)
+func readRoleFile(ov Overlay, path string) ([]byte, *diag.Diagnostic) {
+	data, err := ov.ReadFile(path, MaxRoleFileBytes)
 	var big *safefile.TooLargeError
 	switch {
 	case err == nil:

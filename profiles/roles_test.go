@@ -256,7 +256,7 @@ func TestReadRoleFileSizeCheckedFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	data, p := readRoleFile(path)
+	data, p := readRoleFile(nil, path)
 	if data != nil || p == nil || p.Code != "oversized-role-definition" || !strings.Contains(p.Message, "1073741824 bytes") {
 		t.Errorf("readRoleFile = %d bytes, %+v; want an oversized-role-definition problem naming 1073741824 bytes", len(data), p)
 	}

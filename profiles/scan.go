@@ -94,6 +94,11 @@ func (e *Entry) Invalid() bool { return len(e.Problems) > 0 }
 // regular *.json file a legacy candidate; a name defined in both forms is
 // invalid, as is a name that breaks the naming rule.
 func ScanProfiles(dir string, scope Scope) ScopeProfiles {
+	return scanProfiles(dir, scope, nil)
+}
+
+// scanProfiles is ScanProfiles reading files through ov.
+func scanProfiles(dir string, scope Scope, ov Overlay) ScopeProfiles {
 	out := ScopeProfiles{Scope: scope, Dir: dir}
 	des, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -167,10 +172,10 @@ func ScanProfiles(dir string, scope Scope) ScopeProfiles {
 	forEach(len(out.Entries), func(i int) {
 		e := &out.Entries[i]
 		if len(e.Problems) == 0 {
-			e.Config, e.Problems = readLimited(e.ConfigPath, MaxConfigBytes, e.Name, "config")
+			e.Config, e.Problems = readLimited(ov, e.ConfigPath, MaxConfigBytes, e.Name, "config")
 		}
 		if len(e.Problems) == 0 && e.Form == Directory {
-			e.Instructions, e.Problems = readInstructions(filepath.Join(e.Dir, "instructions.md"), e.Name)
+			e.Instructions, e.Problems = readInstructions(ov, filepath.Join(e.Dir, "instructions.md"), e.Name)
 		}
 	})
 	return out
@@ -192,12 +197,12 @@ func entryMode(p string, de fs.DirEntry) (fs.FileMode, error) {
 
 // readLimited reads a regular file of at most max bytes without ever
 // reading more than max+1 bytes, so a huge file cannot exhaust memory.
-func readLimited(path string, max int64, subject, what string) ([]byte, []diag.Diagnostic) {
+func readLimited(ov Overlay, path string, max int64, subject, what string) ([]byte, []diag.Diagnostic) {
 	base := filepath.Base(path)
 	fail := func(code, msg, hint string) ([]byte, []diag.Diagnostic) {
 		return nil, []diag.Diagnostic{{Severity: diag.Error, File: path, Code: code, Message: msg, Hint: hint, Subject: subject}}
 	}
-	b, err := safefile.ReadFile(path, max)
+	b, err := ov.ReadFile(path, max)
 	var big *safefile.TooLargeError
 	switch {
 	case err == nil:
@@ -219,8 +224,8 @@ func readLimited(path string, max int64, subject, what string) ([]byte, []diag.D
 // readInstructions applies the instructions.md rules: absent means "use the
 // inline field"; anything else that is wrong invalidates the profile, with
 // no fallback to the inline text.
-func readInstructions(path, subject string) (*File, []diag.Diagnostic) {
-	b, probs := readLimited(path, MaxInstructionsBytes, subject, "instructions")
+func readInstructions(ov Overlay, path, subject string) (*File, []diag.Diagnostic) {
+	b, probs := readLimited(ov, path, MaxInstructionsBytes, subject, "instructions")
 	if len(probs) > 0 {
 		// Only now tell absent from a dangling symlink: most profiles
 		// have no instructions.md, and a stat first would cost each one.

@@ -28,7 +28,7 @@ users could read it; it comes from the 0600 token file (or, for callers that
 already hold it, the ` + envvar.Token + ` variable).
 
 Exit status: 0 ok, 1 protocol problems found (corrupt or foreign files),
-2 usage or I/O failure.`,
+2 usage, 3 I/O failure.`,
 	}
 	cmd.AddCommand(newChannelSendCmd(a), newChannelRecvCmd(a), newChannelWatchCmd(a), newChannelInspectCmd(a))
 	return cmd

@@ -85,7 +85,7 @@ func TestChannelUsageAndTokenErrors(t *testing.T) {
 		t.Errorf("missing dir: exit %d, want 2", code)
 	}
 	code, _, stderr := runCLI(t, "", "channel", "send", "--dir", c.Dir(), "--token-file", tokenFile(t, strings.Repeat("0", 64)), "--direction", "to-sub", "--text", "x")
-	if code != 2 || !strings.Contains(stderr, "token does not match") {
+	if code != exitFailure || !strings.Contains(stderr, "token does not match") {
 		t.Errorf("wrong token: exit %d, %q", code, stderr)
 	}
 }
@@ -128,7 +128,7 @@ func TestChannelTokenNeverOnArgv(t *testing.T) {
 	if code, _, stderr := runCLI(t, "", "channel", "send", "--dir", c.Dir(), "--direction", "to-main", "--text", "x"); code != exitUsage || !strings.Contains(stderr, "no token") {
 		t.Errorf("missing token: exit %d, %q", code, stderr)
 	}
-	if code, _, stderr := runCLI(t, "", "channel", "send", "--dir", c.Dir(), "--token-file", filepath.Join(t.TempDir(), "absent"), "--direction", "to-main", "--text", "x"); code != exitUsage || !strings.Contains(stderr, "read token file") {
+	if code, _, stderr := runCLI(t, "", "channel", "send", "--dir", c.Dir(), "--token-file", filepath.Join(t.TempDir(), "absent"), "--direction", "to-main", "--text", "x"); code != exitFailure || !strings.Contains(stderr, "read token file") {
 		t.Errorf("unreadable token file: exit %d, %q", code, stderr)
 	}
 	env := map[string]string{envvar.Token: c.Manifest().Token}

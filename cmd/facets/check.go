@@ -1,9 +1,14 @@
 package main
 
 import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/profiles"
 )
 
 func newCheckCmd(a *app) *cobra.Command {
@@ -18,11 +23,15 @@ when there is nothing to report. With profile names, only those profiles and
 their diagnostics are checked.
 
 Exit status: 0 clean, 1 error diagnostics (or warnings with --strict),
-2 usage or I/O failure.`,
+2 usage (flags, arguments, a missing --cwd or --agent-dir),
+3 I/O failure.`,
 		Example: `  facets check
   facets check --format github --strict
   facets check -C project/service --agent-dir ~/.pi/agent reviewer`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkNames(args); err != nil {
+				return err
+			}
 			_, failed, err := rep.compile(&src, args, a.stdout, rep.format == compiler.FormatJSON)
 			if err != nil {
 				return err
@@ -33,4 +42,23 @@ Exit status: 0 clean, 1 error diagnostics (or warnings with --strict),
 	src.register(a, cmd)
 	rep.register(cmd)
 	return cmd
+}
+
+// checkNames refuses an argument that cannot be a profile name, such as
+// a path to a config.json, saying what the arguments are and how to check
+// the file: by checking the project that holds it.
+func checkNames(args []string) error {
+	for _, arg := range args {
+		if profiles.ValidName(arg) {
+			continue
+		}
+		how := "run facets check -C <the directory holding its .pi> to check a project's files"
+		if i := strings.LastIndex(arg, string(filepath.Separator)+".pi"+string(filepath.Separator)); i >= 0 {
+			how = "to check that file, check its project: facets check -C " + arg[:i]
+		} else if strings.HasPrefix(arg, ".pi"+string(filepath.Separator)) {
+			how = "to check that file, check its project: facets check (in the directory holding .pi)"
+		}
+		return usageError{fmt.Errorf("%q is not a profile name: check's arguments are profile names (the \"name\" in config.json), and it checks every file it discovers; %s", arg, how)}
+	}
+	return nil
 }

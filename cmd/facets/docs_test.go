@@ -347,7 +347,8 @@ func parseFacets(args []string) (string, error) {
 	if v, _ := cmd.Flags().GetBool("version"); v && cmd == root {
 		return "version", nil
 	}
-	if !cmd.Runnable() {
+	// A command that groups subcommands only prints its help when run alone.
+	if !cmd.Runnable() || cmd.Annotations[groupAnnotation] != "" && len(cmd.Flags().Args()) == 0 {
 		return "", fmt.Errorf("%q needs a subcommand", cmd.CommandPath())
 	}
 	if err := cmd.ValidateArgs(cmd.Flags().Args()); err != nil {

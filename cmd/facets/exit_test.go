@@ -6,7 +6,9 @@ import (
 	"testing"
 )
 
-// TestExitCodes pins the documented exit status of each outcome.
+// TestExitCodes pins the documented exit status of each outcome: 0 ok, 1
+// diagnostics, 2 usage (flags, arguments, subcommands, directories named
+// on the command line), 3 a failure to do the work (I/O, the environment).
 func TestExitCodes(t *testing.T) {
 	write := func(root, rel, data string) {
 		p := filepath.Join(root, rel)
@@ -42,9 +44,25 @@ func TestExitCodes(t *testing.T) {
 		{"compile errors", []string{"compile", "--agent-dir", bad, "--out", filepath.Join(t.TempDir(), "m.json")}, exitDiagnostics},
 		{"unknown flag", []string{"check", "--bogus"}, exitUsage},
 		{"bad format", []string{"check", "--format", "xml", "--agent-dir", agent}, exitUsage},
-		{"unwritable out", []string{"compile", "--agent-dir", agent, "--out", filepath.Join(agent, "no", "such", "dir", "m.json")}, exitUsage},
+		{"unwritable out", []string{"compile", "--agent-dir", agent, "--out", filepath.Join(agent, "no", "such", "dir", "m.json")}, exitFailure},
 		{"missing cwd", []string{"check", "--agent-dir", agent, "-C", filepath.Join(agent, "missing")}, exitUsage},
 		{"unknown command", []string{"frobnicate"}, exitUsage},
+		{"misspelt command", []string{"chek"}, exitUsage},
+		{"unknown subcommand", []string{"new", "profiel", "x"}, exitUsage},
+		{"unknown channel subcommand", []string{"channel", "bogus"}, exitUsage},
+		{"group alone prints help", []string{"new"}, exitOK},
+		{"too many args", []string{"verify", "a", "b"}, exitUsage},
+		{"missing arg", []string{"explain"}, exitUsage},
+		{"path for a profile name", []string{"check", "--agent-dir", agent, ".pi/facets/profiles/good/config.json"}, exitUsage},
+		{"exclusive flags", []string{"check", "--trust", "--no-trust", "--agent-dir", agent}, exitUsage},
+		{"bad flag value", []string{"check", "--strict=maybe"}, exitUsage},
+		{"new bad name", []string{"new", "profile", "a/b", "--agent-dir", agent}, exitUsage},
+		{"new missing agent dir", []string{"new", "profile", "x", "--agent-dir", filepath.Join(clean, "missing")}, exitUsage},
+		{"schema install missing agent dir", []string{"schema", "--install", "--agent-dir", filepath.Join(clean, "missing")}, exitUsage},
+		{"version", []string{"version"}, exitOK},
+		{"version takes no args", []string{"version", "x"}, exitUsage},
+		{"verify missing manifest", []string{"verify", filepath.Join(clean, "none.json")}, exitFailure},
+		{"new over an existing file", []string{"new", "profile", "good", "--agent-dir", agent}, exitFailure},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runCLI(t, "", tc.args...)

@@ -30,7 +30,7 @@ builds). With --role it explains a role across the bundled, package, global
 and project layers. --format json prints the same as one object.
 
 Exit status: 0 the name resolved, 1 it is unknown (near matches are listed)
-or has no usable definition, 2 usage or I/O failure.`,
+or has no usable definition, 2 usage, 3 I/O failure.`,
 		Example: `  facets explain reviewer
   facets explain --format json -C project/service --trust writer
   facets explain --role scout`,

@@ -9,7 +9,7 @@ import (
 )
 
 // TestFeatureExitCodes pins the exit status of verify, explain and new:
-// 0 success, 1 a stale snapshot or an unresolved name, 2 usage or I/O.
+// 0 success, 1 a stale snapshot or an unresolved name, 2 usage, 3 I/O.
 func TestFeatureExitCodes(t *testing.T) {
 	t.Parallel()
 	agent := t.TempDir()
@@ -33,10 +33,10 @@ func TestFeatureExitCodes(t *testing.T) {
 	run("explain known", exitOK, "explain", "good")
 	run("explain unknown", exitDiagnostics, "explain", "god")
 	run("explain bad format", exitUsage, "explain", "--format", "github", "good")
-	run("verify missing", exitUsage, "verify", filepath.Join(agent, "none.json"))
+	run("verify missing", exitFailure, "verify", filepath.Join(agent, "none.json"))
 	run("verify bad format", exitUsage, "verify", "--format", "xml", manifest)
 	run("new profile", exitOK, "new", "profile", "fresh")
-	run("new profile exists", exitUsage, "new", "profile", "fresh")
+	run("new profile exists", exitFailure, "new", "profile", "fresh")
 	run("new profile bad name", exitUsage, "new", "profile", "a/b")
 	run("new role", exitOK, "new", "role", "scout")
 	run("schema install", exitOK, "schema", "--install")

@@ -18,7 +18,8 @@ reads HERDR_SOCKET_PATH, HERDR_PLUGIN_STATE_DIR and HERDR_PLUGIN_ID, which
 Herdr sets for plugin commands. Subs are hidden until the user shows them;
 startup re-applies the saved choice after a Herdr restart.
 
-Exit status: 0 ok, 2 usage or I/O failure (including Herdr refusing the view).`,
+Exit status: 0 ok, 2 usage, 3 failure (outside a Herdr plugin action, or
+Herdr refusing the view).`,
 		ValidArgs: []string{"hide", "show", "toggle", "startup"},
 		Args: func(cmd *cobra.Command, args []string) error {
 			if err := cobra.MatchAll(cobra.ExactArgs(1), cobra.OnlyValidArgs)(cmd, args); err != nil {

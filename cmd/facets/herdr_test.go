@@ -26,7 +26,7 @@ func TestHerdrVisibilityUsage(t *testing.T) {
 func TestHerdrVisibilityNeedsHerdrPluginEnv(t *testing.T) {
 	t.Parallel()
 	code, _, stderr := runApp(t, map[string]string{envvar.HerdrPluginStateDir: t.TempDir()}, "", "herdr-visibility", "hide")
-	if code != exitUsage || !strings.Contains(stderr, "HERDR_SOCKET_PATH") {
-		t.Errorf("exit %d, stderr %q; want %d naming HERDR_SOCKET_PATH", code, stderr, exitUsage)
+	if code != exitFailure || !strings.Contains(stderr, "HERDR_SOCKET_PATH") {
+		t.Errorf("exit %d, stderr %q; want %d naming HERDR_SOCKET_PATH", code, stderr, exitFailure)
 	}
 }

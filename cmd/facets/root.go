@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -16,11 +18,13 @@ import (
 const (
 	exitOK          = 0 // success, no error diagnostics
 	exitDiagnostics = 1 // the input has error diagnostics (or warnings under --strict)
-	exitUsage       = 2 // bad flags or arguments, or an I/O failure
+	exitUsage       = 2 // bad flags, arguments or subcommand (a usageError)
+	exitFailure     = 3 // the command could not do its work: I/O, Herdr or the environment failed
 )
 
-// version is overridden at link time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
+// version, when set at link time with -ldflags "-X main.version=...",
+// replaces the version read from the build info (see buildVersion).
+var version string
 
 // app carries the streams every command writes to and the environment it
 // reads, so tests can run the whole CLI in process without global state.
@@ -49,7 +53,8 @@ func diagnosed(failed bool) error {
 	return nil
 }
 
-// usageError marks errors caused by how the command was invoked.
+// usageError marks errors caused by how the command was invoked; they,
+// and cobra's own argument and flag errors, exit with exitUsage.
 type usageError struct{ err error }
 
 func (e usageError) Error() string { return e.err.Error() }
@@ -65,14 +70,26 @@ func (a *app) run(args []string) int {
 	root := newRootCmd(a)
 	root.SetArgs(args)
 	err := root.Execute()
-	switch {
-	case err == nil:
+	if err == nil {
 		return exitOK
+	}
+	code := exitCode(err)
+	if code != exitDiagnostics {
+		fmt.Fprintf(a.stderr, "facets: %s\n", termesc.Escape(err.Error()))
+	}
+	return code
+}
+
+// exitCode is the exit status of a command that failed with err.
+func exitCode(err error) int {
+	var u usageError
+	switch {
 	case errors.Is(err, errDiagnostics):
 		return exitDiagnostics
-	default:
-		fmt.Fprintf(a.stderr, "facets: %s\n", termesc.Escape(err.Error()))
+	case errors.As(err, &u):
 		return exitUsage
+	default:
+		return exitFailure
 	}
 }
 
@@ -80,9 +97,20 @@ func newRootCmd(a *app) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "facets",
 		Short:         "Compile Pi capability profiles and roles into a frozen launch manifest",
-		Version:       version,
+		Version:       buildVersion(version, debug.ReadBuildInfo),
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		// Flag groups (--trust/--no-trust) are checked here, before
+		// RunE, so that breaking one is a usage error like a bad flag.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cmd.ValidateFlagGroups(); err != nil {
+				return usageError{err}
+			}
+			if err := cmd.ValidateRequiredFlags(); err != nil {
+				return usageError{err}
+			}
+			return nil
+		},
 	}
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
@@ -98,6 +126,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newInterruptCmd(a),
 		newCloseCmd(a),
 		newListCmd(a),
+		newLSPCmd(a),
 		newExplainCmd(a),
 		newHerdrVisibilityCmd(a),
 		newPiExtensionCmd(a),
@@ -105,8 +134,60 @@ func newRootCmd(a *app) *cobra.Command {
 		newProfilesCmd(a),
 		newSchemaCmd(a),
 		newVerifyCmd(a),
+		newVersionCmd(a, root.Version),
 	)
+	strictArgs(root)
 	return root
+}
+
+// strictArgs makes every argument error of root and its subcommands a
+// usage error, and gives every command that only groups subcommands (root,
+// new, channel, ...) a RunE that prints its help when called alone and
+// refuses an unknown subcommand with a did-you-mean, where cobra would
+// print the help and exit 0 (or, at the root, escape its newlines).
+func strictArgs(cmd *cobra.Command) {
+	for _, sub := range cmd.Commands() {
+		strictArgs(sub)
+	}
+	if cmd.HasSubCommands() && cmd.Run == nil && cmd.RunE == nil {
+		cmd.Args = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return unknownCommand(cmd, args[0])
+			}
+			return nil
+		}
+		cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		if cmd.Annotations == nil {
+			cmd.Annotations = map[string]string{}
+		}
+		cmd.Annotations[groupAnnotation] = "true"
+		return
+	}
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	}
+}
+
+// groupAnnotation marks a command that strictArgs made a group: it does
+// nothing but print its help.
+const groupAnnotation = "facets-group"
+
+// unknownCommand is the usage error for a subcommand name cmd does not
+// have, on one line, with the names it may have meant.
+func unknownCommand(cmd *cobra.Command, name string) error {
+	msg := fmt.Sprintf("unknown command %q for %q", name, cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's default, which it sets only in its own message
+	}
+	if near := cmd.SuggestionsFor(name); len(near) > 0 {
+		msg += "; did you mean " + strings.Join(near, " or ") + "?"
+	}
+	return usageError{fmt.Errorf("%s (run '%s --help' for the list)", msg, cmd.CommandPath())}
 }
 
 // home is the user's home directory, as os.UserHomeDir finds it on Unix.

@@ -37,15 +37,11 @@ validation. --cue prints the CUE source instead.`,
 				if err != nil {
 					return err
 				}
-				schema, err := cue.Load()
+				b, err := profileSchema()
 				if err != nil {
 					return err
 				}
-				b, err := schema.JSONSchema(cue.Profile)
-				if err != nil {
-					return err
-				}
-				p, err := profiles.InstallSchema(w, append(b, '\n'))
+				p, err := profiles.InstallSchema(w, b)
 				if err != nil {
 					return err
 				}

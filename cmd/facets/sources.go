@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -58,16 +57,11 @@ func (f *sourceFlags) options() (compiler.Options, error) {
 	if err != nil {
 		return compiler.Options{}, err
 	}
-	if fi, err := os.Stat(env.Cwd); err != nil || !fi.IsDir() {
+	if err := requireDir("--cwd", env.Cwd); err != nil {
 		return compiler.Options{}, usageError{fmt.Errorf("--cwd %s is not a directory", f.cwd)}
 	}
-	// An agent dir given explicitly must exist: a typo would otherwise pass
-	// silently with nothing checked. ~/.pi/agent may be missing on a fresh
-	// machine; that is reported as a no-profiles warning instead.
-	if f.agentDir != "" {
-		if fi, err := os.Stat(env.AgentDir); err != nil || !fi.IsDir() {
-			return compiler.Options{}, usageError{fmt.Errorf("--agent-dir %s is not a directory", f.agentDir)}
-		}
+	if err := requireDir("--agent-dir", f.agentDir); err != nil {
+		return compiler.Options{}, err
 	}
 	opts := compiler.Options{Env: env, BundledRoles: f.bundledRoles}
 	if opts.BundledRoles == "" {

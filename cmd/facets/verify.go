@@ -28,8 +28,8 @@ A snapshot compiled with --trust or --no-trust is checked under the same flag.
 Role packs and bundled roles are not recorded in a manifest: pass the same
 --role-pack and --bundled-roles (or environment) as the compile.
 
-Exit status: 0 current, 1 stale, 2 usage or I/O failure (a missing or
-malformed manifest).`,
+Exit status: 0 current, 1 stale, 2 usage, 3 a missing, unreadable or
+malformed manifest.`,
 		Example: `  facets compile --out facets.manifest.json && facets verify facets.manifest.json
   facets verify --format github facets.manifest.json`,
 		Args: cobra.ExactArgs(1),

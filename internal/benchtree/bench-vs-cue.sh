@@ -71,7 +71,7 @@ echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) bef
 first=""
 for n in $sizes; do
 	tree=$work/tree-$n
-	(cd "$repo" && go run ./internal/benchtree/cmd "$tree" "$n")
+	(cd "$repo" && go run internal/benchtree/write.go "$tree" "$n")
 	sync # flush the new tree so its writeback does not overlap the timed runs
 	facets=("$work/bin/facets" check -C "$tree" --agent-dir "$tree/agent")
 	floor=("$work/bin/floor" "$tree/agent")
@@ -117,7 +117,7 @@ done
 echo
 
 # Cold compile of one profile vs the bare binary start.
-(cd "$repo" && go run ./internal/benchtree/cmd "$work/one" 1)
+(cd "$repo" && go run internal/benchtree/write.go "$work/one" 1)
 one=("$work/bin/facets" compile profile-0000 -C "$work/one" --agent-dir "$work/one/agent")
 version=("$work/bin/facets" --version)
 : >"$work/one.txt"

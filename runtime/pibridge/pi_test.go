@@ -39,6 +39,10 @@ const (
 	piPackage   = "@earendil-works/pi-coding-agent"
 )
 
+// testExtensionVersion is the facets version the tests' bridge config
+// records as the installer of the extension.
+const testExtensionVersion = "0.0.0-test"
+
 // piInstall is a Node 22 + Pi installation in the cache.
 type piInstall struct {
 	node string // node binary
@@ -383,7 +387,7 @@ func newPiEnv(t *testing.T, mock *mockModel) *piEnv {
 			t.Fatal(err)
 		}
 	}
-	bridge, err := pibridge.Write(filepath.Join(root, "bridge"), pibridge.Config{FacetsBin: facets})
+	bridge, err := pibridge.Write(filepath.Join(root, "bridge"), pibridge.Config{FacetsBin: facets, FacetsVersion: testExtensionVersion})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,10 @@ type Config struct {
 	// FacetsBin is the absolute path of the facets binary the extension runs;
 	// empty means "facets" from PATH. $FACETS_BIN overrides it at run time.
 	FacetsBin string `json:"facetsBin,omitempty"`
+	// FacetsVersion is the build version of the facets that wrote the
+	// extension; the extension names it in the handshake, so a mismatch
+	// message can say which facets installed it.
+	FacetsVersion string `json:"facetsVersion,omitempty"`
 }
 
 // DefaultDir returns the directory Pi auto-discovers the extension from:
@@ -53,7 +57,9 @@ func DefaultDir(agentDir string) (string, error) {
 // Write installs the extension into dir (created with mode 0755 if missing)
 // as index.ts plus its ConfigFile, and returns the absolute path of index.ts,
 // which is what `pi -e` and FACETS_PI_BRIDGE take. Files are replaced
-// atomically so a Pi starting concurrently never loads half a file.
+// atomically so a Pi starting concurrently never loads half a file, and
+// replaced, never written through: a link at either is replaced and a
+// special file refused (safefile.WriteFileIn below dir).
 func Write(dir string, cfg Config) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -66,11 +72,11 @@ func Write(dir string, cfg Config) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("install pi extension: %w", err)
 	}
-	if err := safefile.WriteFileAtomic(filepath.Join(abs, ConfigFile), append(conf, '\n'), 0o644); err != nil {
+	if err := safefile.WriteFileIn(abs, filepath.Join(abs, ConfigFile), append(conf, '\n'), 0o644); err != nil {
 		return "", err
 	}
 	path := filepath.Join(abs, ExtensionFile)
-	if err := safefile.WriteFileAtomic(path, extensionSource, 0o644); err != nil {
+	if err := safefile.WriteFileIn(abs, path, extensionSource, 0o644); err != nil {
 		return "", err
 	}
 	return path, nil

@@ -1,4 +1,11 @@
-// Command cmd writes the benchmark tree: go run ./internal/benchtree/cmd DIR N.
+//go:build ignore
+
+// write.go writes the benchmark tree:
+//
+//	go run internal/benchtree/write.go DIR N
+//
+// It carries the ignore build tag so that `go install ./...` (which
+// pre-commit's golang hooks run) installs facets alone.
 package main
 
 import (

@@ -1,0 +1,398 @@
+package lsp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/facets-dev/facets/compiler"
+	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/profiles"
+)
+
+// wait bounds how long a test waits for the server: only so a broken
+// server fails the test instead of hanging it, never a latency claim.
+const wait = 20 * time.Second
+
+// testClient drives a Server over pipes, as an editor does over stdio.
+type testClient struct {
+	t       *testing.T
+	in      *io.PipeWriter
+	w       *writer
+	msgs    chan *message
+	done    chan error
+	mu      sync.Mutex
+	pending []*message
+	nextID  int
+}
+
+func startServer(t *testing.T, cfg Config) *testClient {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	c := &testClient{t: t, in: inW, w: &writer{w: inW}, msgs: make(chan *message, 256), done: make(chan error, 1)}
+	go func() {
+		err := Serve(context.Background(), inR, outW, cfg)
+		outW.Close()
+		c.done <- err
+	}()
+	go func() {
+		r := newReader(outR)
+		for {
+			m, err := r.read()
+			if err != nil {
+				close(c.msgs)
+				return
+			}
+			c.msgs <- m
+		}
+	}()
+	t.Cleanup(func() { inW.Close() })
+	return c
+}
+
+// next returns the next message from the server that match accepts,
+// keeping the others for later calls.
+func (c *testClient) next(what string, match func(*message) bool) *message {
+	c.t.Helper()
+	c.mu.Lock()
+	for i, m := range c.pending {
+		if match(m) {
+			c.pending = append(c.pending[:i], c.pending[i+1:]...)
+			c.mu.Unlock()
+			return m
+		}
+	}
+	c.mu.Unlock()
+	timeout := time.After(wait)
+	for {
+		select {
+		case m, ok := <-c.msgs:
+			if !ok {
+				c.t.Fatalf("server closed its output while waiting for %s", what)
+			}
+			if match(m) {
+				return m
+			}
+			c.mu.Lock()
+			c.pending = append(c.pending, m)
+			c.mu.Unlock()
+		case <-timeout:
+			c.t.Fatalf("no %s from the server within %v", what, wait)
+		}
+	}
+}
+
+func (c *testClient) request(method string, params any) (json.RawMessage, *responseError) {
+	c.t.Helper()
+	c.nextID++
+	id := json.RawMessage(fmt.Sprint(c.nextID))
+	raw, err := json.Marshal(params)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := c.w.write(&message{ID: id, Method: method, Params: raw}); err != nil {
+		c.t.Fatal(err)
+	}
+	m := c.next("response to "+method, func(m *message) bool { return m.Method == "" && string(m.ID) == string(id) })
+	return m.Result, m.Error
+}
+
+func (c *testClient) notify(method string, params any) {
+	c.t.Helper()
+	if err := c.w.notify(method, params); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// diagnostics returns the next diagnostics published for path.
+func (c *testClient) diagnostics(path string) []diagnostic {
+	c.t.Helper()
+	uri := pathURI(path)
+	m := c.next("diagnostics for "+path, func(m *message) bool {
+		if m.Method != "textDocument/publishDiagnostics" {
+			return false
+		}
+		var p publishDiagnosticsParams
+		return json.Unmarshal(m.Params, &p) == nil && p.URI == uri
+	})
+	var p publishDiagnosticsParams
+	json.Unmarshal(m.Params, &p)
+	return p.Diagnostics
+}
+
+func (c *testClient) initialize(root string) {
+	c.t.Helper()
+	params := map[string]any{"processId": nil, "rootUri": nil, "capabilities": map[string]any{}}
+	if root != "" {
+		params["rootUri"] = pathURI(root)
+	}
+	if _, rerr := c.request("initialize", params); rerr != nil {
+		c.t.Fatalf("initialize: %v", rerr.Message)
+	}
+	c.notify("initialized", map[string]any{})
+}
+
+func (c *testClient) open(path, text string) {
+	c.t.Helper()
+	c.notify("textDocument/didOpen", didOpenParams{TextDocument: textDocumentItem{URI: pathURI(path), LanguageID: "json", Version: 1, Text: text}})
+}
+
+func (c *testClient) change(path string, version int, text string) {
+	c.t.Helper()
+	c.notify("textDocument/didChange", didChangeParams{TextDocument: versionedTextDocumentIdentifier{URI: pathURI(path), Version: version},
+		ContentChanges: []contentChange{{Text: text}}})
+}
+
+// stop shuts the server down properly and checks that Serve returned nil.
+func (c *testClient) stop() {
+	c.t.Helper()
+	if _, rerr := c.request("shutdown", nil); rerr != nil {
+		c.t.Fatalf("shutdown: %v", rerr.Message)
+	}
+	c.notify("exit", nil)
+	select {
+	case err := <-c.done:
+		if err != nil {
+			c.t.Fatalf("Serve after shutdown and exit: %v", err)
+		}
+	case <-time.After(wait):
+		c.t.Fatal("Serve did not return after exit")
+	}
+}
+
+// tree is a temporary agent dir and project with the given files
+// (relative paths, "agent/..." or "proj/...").
+type tree struct {
+	root string
+	opts compiler.Options
+}
+
+func newTree(t *testing.T, files map[string]string) *tree {
+	t.Helper()
+	root := t.TempDir()
+	for rel, data := range files {
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(filepath.Join(root, "proj"), 0o755)
+	trust := true
+	return &tree{root: root, opts: compiler.Options{TrustFlag: &trust, Env: profiles.Env{
+		AgentDir: filepath.Join(root, "agent"), Home: filepath.Join(root, "home"), Cwd: filepath.Join(root, "proj")}}}
+}
+
+func (tr *tree) path(rel string) string { return filepath.Join(tr.root, rel) }
+
+func (tr *tree) config() Config {
+	return Config{Options: func(root string) (compiler.Options, error) {
+		o := tr.opts
+		if root != "" {
+			o.Env.Cwd = root
+		}
+		return o, nil
+	}}
+}
+
+// checkDiagnostics is what check reports for path, converted as the
+// server converts them, with the buffers of overlay in place of the files.
+func (tr *tree) checkDiagnostics(t *testing.T, path string, overlay profiles.Overlay) []diagnostic {
+	t.Helper()
+	schema, err := cue.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := tr.opts
+	o.Env.Overlay = overlay
+	_, ds, err := compiler.Compile(schema, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, ok := overlay[path]
+	if !ok {
+		text, _ = os.ReadFile(path)
+	}
+	lines := newLineIndex(string(text))
+	var out []diagnostic
+	for _, d := range ds {
+		if d.File == path {
+			out = append(out, convert(d, lines))
+		}
+	}
+	return out
+}
+
+func codes(ds []diagnostic) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, fmt.Sprintf("%d:%d %s %d", d.Range.Start.Line, d.Range.Start.Character, d.Code, d.Severity))
+	}
+	return out
+}
+
+const validConfig = `{"version": 1, "name": "p", "tools": ["read"]}`
+
+func TestInitializeShutdownExit(t *testing.T) {
+	tr := newTree(t, nil)
+	c := startServer(t, tr.config())
+	if _, rerr := c.request("textDocument/hover", map[string]any{}); rerr == nil || rerr.Code != codeServerNotInitialized {
+		t.Errorf("a request before initialize: got %+v, want error %d", rerr, codeServerNotInitialized)
+	}
+	res, rerr := c.request("initialize", map[string]any{"processId": nil, "rootUri": pathURI(tr.path("proj")), "capabilities": map[string]any{}})
+	if rerr != nil {
+		t.Fatal(rerr.Message)
+	}
+	var got struct {
+		Capabilities struct {
+			PositionEncoding string
+			TextDocumentSync struct {
+				OpenClose bool
+				Change    int
+				Save      struct{ IncludeText bool }
+			}
+			HoverProvider      bool
+			CompletionProvider *struct{}
+		}
+	}
+	if err := json.Unmarshal(res, &got); err != nil {
+		t.Fatal(err)
+	}
+	caps := got.Capabilities
+	if caps.PositionEncoding != "utf-16" || !caps.TextDocumentSync.OpenClose || caps.TextDocumentSync.Change != 1 || !caps.HoverProvider || caps.CompletionProvider == nil {
+		t.Errorf("capabilities: %s", res)
+	}
+	if _, rerr := c.request("initialize", map[string]any{}); rerr == nil {
+		t.Error("a second initialize was accepted")
+	}
+	if _, rerr := c.request("workspace/unknownThing", map[string]any{}); rerr == nil || rerr.Code != codeMethodNotFound {
+		t.Errorf("unknown method: got %+v", rerr)
+	}
+	res, rerr = c.request("shutdown", nil)
+	if rerr != nil || string(res) != "null" {
+		t.Errorf("shutdown: result %s, error %+v; want null", res, rerr)
+	}
+	if _, rerr := c.request("textDocument/hover", map[string]any{}); rerr == nil || rerr.Code != codeInvalidRequest {
+		t.Errorf("a request after shutdown: got %+v", rerr)
+	}
+	c.notify("exit", nil)
+	select {
+	case err := <-c.done:
+		if err != nil {
+			t.Errorf("exit after shutdown: %v, want nil", err)
+		}
+	case <-time.After(wait):
+		t.Fatal("no return after exit")
+	}
+}
+
+func TestExitWithoutShutdownFails(t *testing.T) {
+	tr := newTree(t, nil)
+	c := startServer(t, tr.config())
+	c.initialize("")
+	c.notify("exit", nil)
+	select {
+	case err := <-c.done:
+		if err == nil {
+			t.Error("exit without shutdown returned nil, want an error (exit status 1)")
+		}
+	case <-time.After(wait):
+		t.Fatal("no return after exit")
+	}
+}
+
+// TestDiagnosticsFollowTheBuffer: open, change, save and close each
+// publish what check reports with the buffer in place of the file, and a
+// valid buffer clears the diagnostics.
+func TestDiagnosticsFollowTheBuffer(t *testing.T) {
+	tr := newTree(t, map[string]string{"agent/facets/profiles/p/config.json": validConfig})
+	cfg := tr.path("agent/facets/profiles/p/config.json")
+	c := startServer(t, tr.config())
+	c.initialize(tr.path("proj"))
+
+	broken := "{\"version\": 1, \"name\": \"q\",\n \"tools\": [\"read\"], \"invocation\": \"sometimes\"}"
+	c.open(cfg, broken)
+	got := c.diagnostics(cfg)
+	want := tr.checkDiagnostics(t, cfg, profiles.Overlay{cfg: []byte(broken)})
+	if diff := cmp.Diff(want, got); diff != "" || len(got) != 2 {
+		t.Errorf("didOpen of a broken buffer (-check +lsp):\n%s\ngot %v", diff, codes(got))
+	}
+	if len(got) > 0 && !strings.Contains(got[len(got)-1].Message, "\nhint: ") {
+		t.Errorf("the hint is not in the message: %q", got[len(got)-1].Message)
+	}
+
+	c.change(cfg, 2, validConfig)
+	if got := c.diagnostics(cfg); len(got) != 0 {
+		t.Errorf("didChange to a valid buffer: got %v, want them cleared", codes(got))
+	}
+
+	// The file on disk is now broken, but the open buffer is what counts.
+	os.WriteFile(cfg, []byte(broken), 0o644)
+	c.change(cfg, 3, `{"version": 1, "name": "p"}`)
+	got = c.diagnostics(cfg)
+	if diff := cmp.Diff([]string{"0:0 missing-field 1"}, codes(got)); diff != "" {
+		t.Errorf("didChange: %s", diff)
+	}
+
+	// Saving the valid buffer: the disk copy and the buffer agree.
+	os.WriteFile(cfg, []byte(validConfig), 0o644)
+	c.change(cfg, 4, validConfig)
+	if got := c.diagnostics(cfg); len(got) != 0 {
+		t.Errorf("after save: %v", codes(got))
+	}
+	c.notify("textDocument/didSave", didSaveParams{TextDocument: textDocumentIdentifier{URI: pathURI(cfg)}})
+
+	c.change(cfg, 5, broken)
+	if got := c.diagnostics(cfg); len(got) == 0 {
+		t.Error("no diagnostics for a broken buffer")
+	}
+	c.notify("textDocument/didClose", didCloseParams{TextDocument: textDocumentIdentifier{URI: pathURI(cfg)}})
+	if got := c.diagnostics(cfg); len(got) != 0 {
+		t.Errorf("didClose: got %v, want them cleared", codes(got))
+	}
+	c.stop()
+}
+
+// TestWorkspaceRevalidates: a change to one profile's buffer re-publishes
+// another open file whose verdict it changes (a nearer definition masking
+// a broader one).
+func TestWorkspaceRevalidates(t *testing.T) {
+	global := "agent/facets/profiles/p/config.json"
+	project := "proj/.pi/facets/profiles/p/config.json"
+	tr := newTree(t, map[string]string{
+		global:  `{"version": 1, "name": "p"}`, // invalid: no tools
+		project: validConfig,
+	})
+	c := startServer(t, tr.config())
+	c.initialize(tr.path("proj"))
+	c.open(tr.path(global), `{"version": 1, "name": "p"}`)
+	got := c.diagnostics(tr.path(global))
+	if diff := cmp.Diff([]string{"0:0 missing-field 2"}, codes(got)); diff != "" {
+		t.Errorf("global masked by a valid project profile: %s", diff)
+	}
+	c.open(tr.path(project), validConfig)
+	if got := c.diagnostics(tr.path(project)); len(got) != 0 {
+		t.Errorf("project profile: %v", codes(got))
+	}
+	// Breaking the nearer buffer unmasks the broader definition's error.
+	c.change(tr.path(project), 2, `{"version": 1, "name": "p", "tools": []}`)
+	if got := c.diagnostics(tr.path(global)); !cmp.Equal([]string{"0:0 missing-field 1"}, codes(got)) {
+		t.Errorf("global after the project buffer broke: %v", codes(got))
+	}
+	if got := c.diagnostics(tr.path(project)); len(got) == 0 {
+		t.Error("no diagnostics for the broken project buffer")
+	}
+	c.stop()
+}

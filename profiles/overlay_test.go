@@ -1,0 +1,82 @@
+package profiles
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestOverlay checks that every file kind discovery reads comes from the
+// overlay when it holds the path, under the same size cap, and that a
+// special file on disk is refused whatever the overlay says.
+func TestOverlay(t *testing.T) {
+	root := t.TempDir()
+	agent := filepath.Join(root, "agent")
+	cfg := filepath.Join(agent, "facets/profiles/p/config.json")
+	instr := filepath.Join(agent, "facets/profiles/p/instructions.md")
+	legacy := filepath.Join(agent, "facets/profiles/l.json")
+	mainMD := filepath.Join(agent, "facets/MAIN.md")
+	role := filepath.Join(agent, "agents/r.md")
+	fifo := filepath.Join(agent, "facets/profiles/f/config.json")
+	for p, data := range map[string]string{
+		cfg: "disk config", instr: "disk instructions", legacy: "disk legacy", role: "disk role",
+	} {
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(filepath.Dir(fifo), 0o700)
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ov := Overlay{cfg: []byte("buffer config"), instr: []byte("buffer instructions"), legacy: []byte("buffer legacy"),
+		mainMD: []byte("buffer main"), role: []byte("buffer role"), fifo: []byte("buffer fifo")}
+	env := Env{AgentDir: agent, Cwd: root, Overlay: ov}
+
+	got := map[string]string{}
+	for _, sp := range DiscoverProfiles(env, false) {
+		for _, e := range sp.Entries {
+			got[e.ConfigPath] = string(e.Config)
+			if e.Instructions != nil {
+				got[e.Instructions.Path] = string(e.Instructions.Content)
+			}
+			for _, p := range e.Problems {
+				got[p.File] = p.Code
+			}
+		}
+	}
+	mains, _ := MainFiles(env, false)
+	for _, m := range mains {
+		got[m.Path] = string(m.Raw)
+	}
+	roles, _ := DiscoverRoles(RoleSources{AgentDir: agent, Overlay: ov})
+	for _, f := range roles.Files {
+		got[f.Path] = string(f.Data)
+	}
+	want := map[string]string{cfg: "buffer config", instr: "buffer instructions", legacy: "buffer legacy",
+		mainMD: "buffer main", role: "buffer role", fifo: "not-regular-config"}
+	for p, w := range want {
+		if got[p] != w {
+			t.Errorf("%s: got %q, want %q", p, got[p], w)
+		}
+	}
+
+	// Without the overlay the disk copies are read.
+	roles, _ = DiscoverRoles(RoleSources{AgentDir: agent})
+	if len(roles.Files) != 1 || string(roles.Files[0].Data) != "disk role" {
+		t.Errorf("without overlay: %+v", roles.Files)
+	}
+
+	// The size cap applies to an overlay's content too.
+	big := Overlay{cfg: []byte(strings.Repeat(" ", MaxConfigBytes+1))}
+	for _, sp := range DiscoverProfiles(Env{AgentDir: agent, Cwd: root, Overlay: big}, false) {
+		for _, e := range sp.Entries {
+			if e.ConfigPath == cfg && (len(e.Problems) != 1 || e.Problems[0].Code != "oversized-config" || e.Config != nil) {
+				t.Errorf("oversized overlay: %+v", e.Problems)
+			}
+		}
+	}
+}
