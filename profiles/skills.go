@@ -57,13 +57,12 @@ func privateSkills(profileDir, subject string, real *RealPaths, maxDepth, maxEnt
 	// every path component.
 	// resolved is dir with symlinks resolved, kept along the walk so that
 	// only symlinked entries cost an EvalSymlinks.
-	var visit func(dir, resolved string, fi os.FileInfo, isRoot bool)
-	visit = func(dir, resolved string, fi os.FileInfo, isRoot bool) {
+	var visit func(dir, resolved string, id fileID, isRoot bool)
+	visit = func(dir, resolved string, id fileID, isRoot bool) {
 		if stopped {
 			return
 		}
-		id, ok := idOf(fi)
-		if ok && visited[id] {
+		if visited[id] {
 			return
 		}
 		visited[id] = true
@@ -77,8 +76,11 @@ func privateSkills(profileDir, subject string, real *RealPaths, maxDepth, maxEnt
 				"flatten the skills directory or list deep skills explicitly in \"skills\"")
 			return
 		}
-		skill := filepath.Join(dir, "SKILL.md")
-		isSkill := func() bool { fi, err := os.Stat(skill); return err == nil && fi.Mode().IsRegular() }
+		skill := joinName(dir, "SKILL.md")
+		isSkill := func() bool {
+			var st syscall.Stat_t
+			return stat(skill, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG
+		}
 		// skills/ itself is rarely a skill and is listed anyway, so its
 		// listing, not a stat, says whether a SKILL.md is there; below it,
 		// one stat spares listing a skill's own files.
@@ -110,22 +112,25 @@ func privateSkills(profileDir, subject string, real *RealPaths, maxDepth, maxEnt
 					"keep skills/ small, or point it away from a large tree")
 				return
 			}
-			p := filepath.Join(dir, name)
-			fi, err := os.Stat(p)
-			if err != nil {
+			p := joinName(dir, name)
+			var st syscall.Stat_t
+			if err := stat(p, &st); err != nil {
 				probs = append(probs, diag.Diagnostic{Severity: diag.Error, File: p, Code: "unreadable-skills", Subject: subject,
 					Message: fmt.Sprintf("cannot stat skill entry: %v", unwrapPath(err)),
 					Hint:    "remove the broken entry or fix its target"})
 				continue
 			}
-			switch {
-			case fi.IsDir():
-				next := filepath.Join(resolved, name)
+			switch st.Mode & syscall.S_IFMT {
+			case syscall.S_IFDIR:
+				next := joinName(resolved, name)
 				if de.Type()&fs.ModeSymlink != 0 {
 					next = resolve(p)
 				}
-				visit(p, next, fi, false)
-			case isRoot && fi.Mode().IsRegular() && strings.HasSuffix(name, ".md"):
+				visit(p, next, idOfStat(&st), false)
+			case syscall.S_IFREG:
+				if !isRoot || !strings.HasSuffix(name, ".md") {
+					continue
+				}
 				skills = append(skills, p)
 			}
 		}
@@ -133,10 +138,11 @@ func privateSkills(profileDir, subject string, real *RealPaths, maxDepth, maxEnt
 	// Lstat first: only a symlinked skills/ needs its own resolution; a
 	// plain one lies in the profile directory, whose ancestors real has
 	// usually resolved already for a sibling profile.
-	fi, err := os.Lstat(root)
+	var st syscall.Stat_t
+	err := lstat(root, &st)
 	var resolved string
-	if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		fi, err = os.Stat(root)
+	if err == nil && st.Mode&syscall.S_IFMT == syscall.S_IFLNK {
+		err = stat(root, &st)
 		resolved = resolve(root)
 	} else if err == nil {
 		if real == nil {
@@ -152,7 +158,7 @@ func privateSkills(profileDir, subject string, real *RealPaths, maxDepth, maxEnt
 			Message: fmt.Sprintf("cannot resolve skills directory: %v", unwrapPath(err)),
 			Hint:    "remove the broken symlink or fix its target"}}
 	}
-	visit(root, resolved, fi, true)
+	visit(root, resolved, idOfStat(&st), true)
 	return skills, probs
 }
 
@@ -231,12 +237,16 @@ func IsNamedSkill(ref string) bool {
 // profile file), regardless of trust. Each candidate matches as a file, a
 // directory with SKILL.md, or the same with ".md" appended.
 func ResolveSkill(ref, baseDir string, env Env, trusted bool) (string, bool) {
-	ref = expandHome(ref, env.Home)
+	if !env.ProjectOnly {
+		ref = expandHome(ref, env.Home) // a repository judged alone has no home
+	}
 	var cands []string
 	if IsNamedSkill(ref) {
-		cands = append(cands, filepath.Join(env.AgentDir, "skills", ref), filepath.Join(env.Home, ".agents", "skills", ref))
+		if !env.ProjectOnly {
+			cands = append(cands, filepath.Join(env.AgentDir, "skills", ref), filepath.Join(env.Home, ".agents", "skills", ref))
+		}
 		if trusted {
-			up := Ancestors(env.Cwd)
+			up := env.ProjectDirs()
 			for i := len(up) - 1; i >= 0; i-- {
 				cands = append(cands, filepath.Join(up[i], ".pi", "skills", ref), filepath.Join(up[i], ".agents", "skills", ref))
 			}
@@ -319,5 +329,36 @@ func idOf(fi os.FileInfo) (fileID, bool) {
 	if !ok {
 		return fileID{}, false
 	}
-	return fileID{dev: uint64(st.Dev), ino: st.Ino}, true
+	return idOfStat(st), true
+}
+
+// joinName is filepath.Join(dir, name) for a clean dir and a name from a
+// directory listing (no separator, never . or ..), without Join's Clean
+// pass, which the walk would otherwise pay for every entry.
+func joinName(dir, name string) string {
+	if strings.HasSuffix(dir, string(filepath.Separator)) {
+		return dir + name
+	}
+	return dir + string(filepath.Separator) + name
+}
+
+func idOfStat(st *syscall.Stat_t) fileID { return fileID{dev: uint64(st.Dev), ino: st.Ino} }
+
+// stat and lstat fill st on the caller's stack, retrying on EINTR as
+// os.Stat does; os.Stat would allocate a FileInfo for every entry of the
+// walk, thousands in a large setup.
+func stat(p string, st *syscall.Stat_t) error {
+	return retryEINTR(func() error { return syscall.Stat(p, st) })
+}
+
+func lstat(p string, st *syscall.Stat_t) error {
+	return retryEINTR(func() error { return syscall.Lstat(p, st) })
+}
+
+func retryEINTR(call func() error) error {
+	for {
+		if err := call(); err != syscall.EINTR {
+			return err
+		}
+	}
 }

@@ -59,14 +59,17 @@ func read(path string, limit int64, private bool) ([]byte, error) {
 	}
 	// Stat first so that a device or FIFO is refused without being opened
 	// at all; the fstat below closes the race with a swap after this check.
-	stat := os.Stat
+	// The system call fills a Stat_t on the stack: os.Stat would allocate
+	// a FileInfo per file, and discovery reads thousands.
+	stat := syscall.Stat
 	if private {
-		stat = os.Lstat
+		stat = syscall.Lstat
 	}
-	if fi, err := stat(path); err != nil {
+	var st syscall.Stat_t
+	if _, err := retry(func() (int, error) { return 0, stat(path, &st) }); err != nil {
 		return fail("open", err) // as a plain open would say
-	} else if !fi.Mode().IsRegular() {
-		return fail("read", notRegular(fi.Mode()))
+	} else if mode := fileMode(st.Mode); !mode.IsRegular() {
+		return fail("read", notRegular(mode))
 	}
 	// O_NONBLOCK: should the path have become a FIFO since the stat, the
 	// open returns at once instead of waiting for a writer. It has no
@@ -83,7 +86,6 @@ func read(path string, limit int64, private bool) ([]byte, error) {
 		return fail("open", err)
 	}
 	defer syscall.Close(fd)
-	var st syscall.Stat_t
 	if _, err := retry(func() (int, error) { return 0, syscall.Fstat(fd, &st) }); err != nil {
 		return fail("stat", err)
 	}

@@ -1,6 +1,7 @@
 package pibridge_test
 
 import (
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -12,7 +13,11 @@ import (
 // TestExtensionSpeaksProtocol: index.ts's PROTOCOL is pibridge.Protocol, so
 // an extension installed by this binary matches it.
 func TestExtensionSpeaksProtocol(t *testing.T) {
-	m := regexp.MustCompile(`(?m)^const PROTOCOL = (\d+);$`).FindSubmatch(pibridge.Source())
+	source, err := os.ReadFile("extension/index.ts") // the file pibridge embeds
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^const PROTOCOL = (\d+);$`).FindSubmatch(source)
 	if m == nil || string(m[1]) != strconv.Itoa(pibridge.Protocol) {
 		t.Fatalf("index.ts PROTOCOL = %q, want %d", m, pibridge.Protocol)
 	}

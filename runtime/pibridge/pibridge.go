@@ -31,9 +31,6 @@ const ExtensionFile = "index.ts"
 // binary as the Main without relying on PATH.
 const ConfigFile = "facets-bridge.json"
 
-// Source returns the embedded TypeScript extension.
-func Source() []byte { return append([]byte(nil), extensionSource...) }
-
 // Config is the content of ConfigFile.
 type Config struct {
 	// FacetsBin is the absolute path of the facets binary the extension runs;
