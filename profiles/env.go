@@ -53,13 +53,21 @@ func (e Env) ProjectDirs() []string {
 // `git rev-parse --show-toplevel` finds it without running git; dir itself
 // when there is none.
 func RepositoryRoot(dir string) string {
-	dir = filepath.Clean(dir)
-	for d := dir; ; d = filepath.Dir(d) {
+	if root, ok := FindRepositoryRoot(dir); ok {
+		return root
+	}
+	return filepath.Clean(dir)
+}
+
+// FindRepositoryRoot is RepositoryRoot that reports whether a .git was
+// found at all.
+func FindRepositoryRoot(dir string) (string, bool) {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
 		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
-			return d
+			return d, true
 		}
 		if filepath.Dir(d) == d {
-			return dir
+			return "", false
 		}
 	}
 }

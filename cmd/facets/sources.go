@@ -116,6 +116,8 @@ func (f *sourceFlags) compile(names []string) (*manifest.Manifest, []compiler.Di
 type reportFlags struct {
 	format string
 	strict bool
+	// getenv reads $GITHUB_WORKSPACE for --format github.
+	getenv func(string) string
 }
 
 func (r *reportFlags) register(cmd *cobra.Command) {
@@ -133,6 +135,9 @@ func (r *reportFlags) report(w io.Writer, base string, ds []compiler.Diagnostic,
 	if len(ds) == 0 && !always {
 		return ds, nil
 	}
+	if r.format == compiler.FormatGitHub {
+		base = compiler.GitHubBase(r.getenv(envvar.GitHubWorkspace), base)
+	}
 	return ds, compiler.WriteDiagnostics(w, r.format, base, ds)
 }
 
@@ -147,6 +152,7 @@ func (r *reportFlags) compile(src *sourceFlags, names []string, w io.Writer, alw
 	if err != nil {
 		return nil, false, err
 	}
+	r.getenv = src.getenv
 	if ds, err = r.report(w, opts.Env.Cwd, ds, always); err != nil {
 		return nil, false, err
 	}

@@ -37,6 +37,7 @@ malformed manifest.`,
 			if err := rep.validate(); err != nil {
 				return err
 			}
+			rep.getenv = a.getenv
 			home, _ := os.UserHomeDir()
 			opts := compiler.Options{BundledRoles: bundledRoles}
 			opts.Env.Home = home
