@@ -44,6 +44,7 @@ Exit status: 0 clean, 1 error diagnostics (or warnings with --strict),
 	src.register(a, cmd)
 	src.registerProjectOnly(cmd)
 	rep.register(cmd)
+	cmd.ValidArgsFunction = src.completeNames(nil)
 	return cmd
 }
 

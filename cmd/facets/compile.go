@@ -52,6 +52,7 @@ or unknown name reports its own diagnostic and writes nothing.`,
 	}
 	src.register(a, cmd)
 	rep.register(cmd)
+	cmd.ValidArgsFunction = src.completeNames(nil)
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write the manifest to this file atomically (default stdout); inside a Git work tree no symlink is followed")
 	return cmd
 }

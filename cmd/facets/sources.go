@@ -123,6 +123,7 @@ type reportFlags struct {
 func (r *reportFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&r.format, "format", compiler.FormatText, "diagnostic format: text, json or github")
 	cmd.Flags().BoolVar(&r.strict, "strict", false, "treat warnings as errors")
+	completeValues(cmd, "format", compiler.FormatText, compiler.FormatJSON, compiler.FormatGitHub)
 }
 
 // report applies --strict to ds and prints them to w in --format, relative

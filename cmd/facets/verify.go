@@ -64,6 +64,7 @@ malformed manifest.`,
 		},
 	}
 	cmd.Flags().StringVar(&rep.format, "format", compiler.FormatText, "diagnostic format: text, json or github")
+	completeValues(cmd, "format", compiler.FormatText, compiler.FormatJSON, compiler.FormatGitHub)
 	cmd.Flags().StringArrayVar(&rolePacks, "role-pack", nil, "absolute path of a role pack the manifest was compiled with; repeatable; adds to $"+envvar.RolePacks)
 	cmd.Flags().StringVar(&bundledRoles, "bundled-roles", "", "bundled roles directory the manifest was compiled with (default $"+envvar.BundledRoles+")")
 	return cmd
