@@ -59,6 +59,13 @@ func TestDocs(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "cmd", "facets", "main.go")); err != nil {
 		t.Fatalf("`go run ./cmd/facets` in the docs needs this package at cmd/facets: %v", err)
 	}
+	// README.md is the front door; the reference belongs in docs/.
+	const maxREADMELines = 300
+	if readme, err := os.ReadFile(filepath.Join(root, "README.md")); err != nil {
+		t.Error(err)
+	} else if n := bytes.Count(readme, []byte("\n")); n > maxREADMELines {
+		t.Errorf("README.md has %d lines, over %d: move reference text to a docs/ page", n, maxREADMELines)
+	}
 	r := newDocsRun(t, root)
 	for _, f := range docFiles(t, root) {
 		r.checkFile(f)
