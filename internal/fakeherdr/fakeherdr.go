@@ -243,9 +243,6 @@ func writeOutput(w io.Writer, id string, out any, malformed string, extra bool) 
 	if out == nil {
 		return
 	}
-	if extra {
-		out = withExtraFields(out)
-	}
 	var line []byte
 	switch v := out.(type) {
 	case rawText:
@@ -257,6 +254,9 @@ func writeOutput(w io.Writer, id string, out any, malformed string, extra bool) 
 		}
 		line = append(line, '\n')
 	default:
+		if extra {
+			out = withExtraFields(out)
+		}
 		line, _ = json.Marshal(struct {
 			ID     string `json:"id"`
 			Result any    `json:"result"`
@@ -326,8 +326,10 @@ func withExtraFields(v any) any {
 	add = func(x any) {
 		switch x := x.(type) {
 		case map[string]any:
-			for _, child := range x {
-				add(child)
+			for k, child := range x {
+				if k != "tokens" && k != "state_labels" { // maps of strings, not records
+					add(child)
+				}
 			}
 			x["x_newer_herdr"] = map[string]any{"since": "0.9.0", "values": []any{1, "two"}}
 		case []any:
