@@ -539,7 +539,9 @@ func TestContract(t *testing.T) {
 		var pending map[string]any
 		for pending == nil {
 			if out, _, code := h.run("agent", "get", "settling"); code == 0 {
-				var env struct{ Result struct{ Agent map[string]any } }
+				var env struct {
+					Result struct{ Agent map[string]any }
+				}
 				if json.Unmarshal([]byte(out), &env) == nil && env.Result.Agent["launch_pending"] == true {
 					pending = env.Result.Agent
 				}
@@ -554,7 +556,9 @@ func TestContract(t *testing.T) {
 			t.Errorf("agent get while launch_pending = %v, want no interactive_ready", pending)
 		}
 		h.fails("agent_not_ready", "agent", "prompt", "settling", "too early")
-		var r struct{ Result struct{ Agent map[string]any } }
+		var r struct {
+			Result struct{ Agent map[string]any }
+		}
 		if out := <-started; json.Unmarshal([]byte(out), &r) != nil || r.Result.Agent["interactive_ready"] != true || r.Result.Agent["launch_pending"] == true {
 			t.Errorf("agent start = %s, want interactive_ready and no launch_pending", out)
 		}
