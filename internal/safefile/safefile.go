@@ -61,12 +61,15 @@ func read(path string, limit int64, private bool) ([]byte, error) {
 	// at all; the fstat below closes the race with a swap after this check.
 	// The system call fills a Stat_t on the stack: os.Stat would allocate
 	// a FileInfo per file, and discovery reads thousands.
-	stat := syscall.Stat
-	if private {
-		stat = syscall.Lstat
-	}
+	// (Calling either directly, not through a func variable, keeps st off
+	// the heap.)
 	var st syscall.Stat_t
-	if _, err := retry(func() (int, error) { return 0, stat(path, &st) }); err != nil {
+	if _, err := retry(func() (int, error) {
+		if private {
+			return 0, syscall.Lstat(path, &st)
+		}
+		return 0, syscall.Stat(path, &st)
+	}); err != nil {
 		return fail("open", err) // as a plain open would say
 	} else if mode := fileMode(st.Mode); !mode.IsRegular() {
 		return fail("read", notRegular(mode))
