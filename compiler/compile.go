@@ -477,6 +477,21 @@ func (c *validator) validateEntry(e profiles.Entry) (cand *candidate, valid bool
 				Hint:    "write the provider and the model id, e.g. \"anthropic/claude-sonnet-4-5\""})
 		}
 	}
+	if mo := manifest.MainOnlyTools(cfg.Tools); len(mo) > 0 && !bad["tools"] {
+		line, col := res.Position("tools")
+		d := Diagnostic{Severity: Error, Code: "main-only-tool", File: e.ConfigPath, Line: line, Column: col, Subject: e.Name,
+			Message: fmt.Sprintf("tools %s exist only in a Main Pi; a Sub (delegate or /sub:%s) has its profile's tools plus talk and cannot start with them", strings.Join(mo, ", "), e.Name),
+			Hint:    `remove them, or set "invocation": "manual" if the profile is for starting a Main with pi --profile ` + e.Name}
+		if cfg.Invocation == "manual" {
+			// pi --profile starts a Main, which has them; only /sub: fails.
+			d.Severity = Warning
+			d.Message = fmt.Sprintf("tools %s exist only in a Main Pi: pi --profile %s works, /sub:%s (a Sub: its profile's tools plus talk) cannot start", strings.Join(mo, ", "), e.Name, e.Name)
+			d.Hint = "remove them if the profile is meant for /sub:" + e.Name
+		} else {
+			ok = false
+		}
+		c.diag(d)
+	}
 	return &candidate{entry: e, config: cfg, result: res}, ok
 }
 

@@ -52,11 +52,7 @@ or has no usable definition, 2 usage, 3 I/O failure.`,
 				r, err = compiler.ExplainRole(schema, opts, args[0])
 			} else {
 				if bridge == "" {
-					dir, derr := pibridge.DefaultDir(opts.Env.AgentDir)
-					if derr != nil {
-						return derr
-					}
-					bridge = filepath.Join(dir, pibridge.ExtensionFile)
+					bridge = filepath.Join(pibridge.DefaultDir(opts.Env.AgentDir), pibridge.ExtensionFile)
 				}
 				r, err = compiler.ExplainProfile(schema, opts, args[0], launch.SubArgv(bridge, launch.HerdrAgentState(opts.Env.AgentDir)))
 			}

@@ -96,13 +96,12 @@ func extensionDir(a *app, dir, agentDir string) (string, error) {
 	if dir != "" {
 		return filepath.Abs(dir)
 	}
-	// Resolved here so the agent dir comes from the app's environment;
-	// DefaultDir reads no variable when given one.
+	// Resolved here so the agent dir comes from the app's environment.
 	resolved, err := profiles.AgentDir(agentDir, a.getenv, a.home())
 	if err != nil {
 		return "", fmt.Errorf("locate Pi agent dir: %w", err)
 	}
-	return pibridge.DefaultDir(resolved)
+	return pibridge.DefaultDir(resolved), nil
 }
 
 // newPiPlanCmd is the extension's startup call; it always prints a plan so

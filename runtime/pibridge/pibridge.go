@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 
 	"github.com/facets-dev/facets/internal/safefile"
-	"github.com/facets-dev/facets/profiles"
 )
 
 //go:embed extension/index.ts
@@ -43,15 +42,10 @@ type Config struct {
 }
 
 // DefaultDir returns the directory Pi auto-discovers the extension from:
-// <agentDir>/extensions/facets, with agentDir found by profiles.AgentDir
-// (empty means $PI_CODING_AGENT_DIR, else ~/.pi/agent).
-func DefaultDir(agentDir string) (string, error) {
-	home, _ := os.UserHomeDir()
-	dir, err := profiles.AgentDir(agentDir, os.Getenv, home)
-	if err != nil {
-		return "", fmt.Errorf("locate Pi agent dir: %w", err)
-	}
-	return filepath.Join(dir, "extensions", "facets"), nil
+// <agentDir>/extensions/facets. agentDir is Pi's agent dir as the command
+// resolved it (profiles.AgentDir), so nothing here reads the environment.
+func DefaultDir(agentDir string) string {
+	return filepath.Join(agentDir, "extensions", "facets")
 }
 
 // Write installs the extension into dir (created with mode 0755 if missing)
