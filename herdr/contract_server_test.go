@@ -22,6 +22,9 @@ import (
 // spawn_named_server, tests/support/mod.rs), for the real binary and for
 // the fake alike.
 
+// fakeSettle is how long the fake keeps a started agent launch_pending.
+const fakeSettle = 300 * time.Millisecond
+
 // serverOptions vary one server of the suite.
 type serverOptions struct {
 	// shellDelay makes each new pane's shell initialize for that long
@@ -145,12 +148,14 @@ func startContractServer(t *testing.T, bin string, fake bool, opts serverOptions
 		"PATH="+piBin+string(os.PathListSeparator)+os.Getenv("PATH"),
 	)
 	if fake {
+		// The fake runs no terminal: it models the managed launch's settle
+		// (AGENT_START_SETTLE_DELAY, 3 s in src/app/agents.rs, before a
+		// detected idle agent is interactive_ready: src/terminal/state.rs)
+		// with a shorter one, and the shell's start with shell_init_ms.
+		ctl := fmt.Sprintf(`{"start_delay_ms":%d,"shell_init_ms":%d}`, fakeSettle.Milliseconds(), opts.shellDelay.Milliseconds())
 		s.env = append(s.env, "FAKEHERDR_STATE="+state)
-		if opts.shellDelay > 0 {
-			ctl := fmt.Sprintf(`{"shell_init_ms":%d}`, opts.shellDelay.Milliseconds())
-			if err := os.WriteFile(filepath.Join(state, "control.json"), []byte(ctl), 0o600); err != nil {
-				t.Fatal(err)
-			}
+		if err := os.WriteFile(filepath.Join(state, "control.json"), []byte(ctl), 0o600); err != nil {
+			t.Fatal(err)
 		}
 	}
 
