@@ -525,7 +525,8 @@ func (s *Server) compile(schema *cue.Schema, opts compiler.Options, docs []docum
 
 // convert turns a check diagnostic into an LSP one: lines and byte
 // columns become UTF-16 positions in the buffer, the hint follows the
-// message, and files the diagnostic relates to become related locations.
+// message, and the files it relates to become related locations (their
+// start: check names files, not places in them).
 func convert(d compiler.Diagnostic, lines *lineIndex) diagnostic {
 	start := lines.position(d.Line, d.Column)
 	out := diagnostic{
@@ -540,6 +541,10 @@ func convert(d compiler.Diagnostic, lines *lineIndex) diagnostic {
 	}
 	if d.Hint != "" {
 		out.Message += "\nhint: " + d.Hint
+	}
+	for _, r := range d.Related {
+		out.RelatedInformation = append(out.RelatedInformation, diagnosticRelated{
+			Location: location{URI: pathURI(r.File)}, Message: r.Note})
 	}
 	return out
 }

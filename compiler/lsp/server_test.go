@@ -382,6 +382,9 @@ func TestWorkspaceRevalidates(t *testing.T) {
 	if diff := cmp.Diff([]string{"0:0 missing-field 2"}, codes(got)); diff != "" {
 		t.Errorf("global masked by a valid project profile: %s", diff)
 	}
+	if len(got) == 1 && (len(got[0].RelatedInformation) != 1 || got[0].RelatedInformation[0].Location.URI != pathURI(tr.path(project))) {
+		t.Errorf("the masked definition's warning does not link to the nearer one: %+v", got[0].RelatedInformation)
+	}
 	c.open(tr.path(project), validConfig)
 	if got := c.diagnostics(tr.path(project)); len(got) != 0 {
 		t.Errorf("project profile: %v", codes(got))
