@@ -399,3 +399,40 @@ func TestWorkspaceRevalidates(t *testing.T) {
 	}
 	c.stop()
 }
+
+// TestOutsideChangesRevalidate: a profile changed on disk by another
+// program (not open in the editor) re-publishes the open files whose
+// verdict it changes, after one debounce.
+func TestOutsideChangesRevalidate(t *testing.T) {
+	global := "agent/facets/profiles/p/config.json"
+	project := "proj/.pi/facets/profiles/p/config.json"
+	broken := `{"version": 1, "name": "p"}`
+	tr := newTree(t, map[string]string{global: broken, project: validConfig})
+	cfg := tr.config()
+	cfg.Debounce = 10 * time.Millisecond
+	c := startServer(t, cfg)
+	c.initialize(tr.path("proj"))
+	c.open(tr.path(global), broken)
+	if got := codes(c.diagnostics(tr.path(global))); !cmp.Equal([]string{"0:0 missing-field 2"}, got) {
+		t.Fatalf("masked: %v", got)
+	}
+	// The nearer definition breaks on disk: the broader one's error is
+	// no longer masked.
+	if err := os.WriteFile(tr.path(project), []byte(`{"version": 1, "name": "p", "tools": []}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := codes(c.diagnostics(tr.path(global))); !cmp.Equal([]string{"0:0 missing-field 1"}, got) {
+		t.Errorf("after the outside change: %v", got)
+	}
+	// A scope removed and created again outside the editor is watched
+	// again: the new valid nearer definition masks the broader one.
+	os.RemoveAll(tr.path("proj/.pi"))
+	os.MkdirAll(filepath.Dir(tr.path(project)), 0o755)
+	if err := os.WriteFile(tr.path(project), []byte(validConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := codes(c.diagnostics(tr.path(global))); !cmp.Equal([]string{"0:0 missing-field 2"}, got) {
+		t.Errorf("after re-creating the project scope: %v", got)
+	}
+	c.stop()
+}
