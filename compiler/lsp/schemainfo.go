@@ -345,6 +345,7 @@ func (s *Server) roleCompletions(info *schemaInfo, doc document, lines *lineInde
 	if !ok || pos.Line < first || pos.Line > last {
 		return nil
 	}
+	pos = lines.positionAt(lines.offset(pos)) // a client may send a column past the line's end
 	line := lines.line(pos.Line)
 	cur := lines.offset(pos) - lines.starts[pos.Line]
 	before := line[:min(cur, len(line))]

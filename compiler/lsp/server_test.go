@@ -25,7 +25,7 @@ const wait = 20 * time.Second
 
 // testClient drives a Server over pipes, as an editor does over stdio.
 type testClient struct {
-	t       *testing.T
+	t       testing.TB
 	in      *io.PipeWriter
 	w       *writer
 	msgs    chan *message
@@ -35,7 +35,7 @@ type testClient struct {
 	nextID  int
 }
 
-func startServer(t *testing.T, cfg Config) *testClient {
+func startServer(t testing.TB, cfg Config) *testClient {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -177,7 +177,7 @@ type tree struct {
 	opts compiler.Options
 }
 
-func newTree(t *testing.T, files map[string]string) *tree {
+func newTree(t testing.TB, files map[string]string) *tree {
 	t.Helper()
 	root := t.TempDir()
 	for rel, data := range files {
