@@ -127,8 +127,12 @@ func BenchmarkStartupSnapshot(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if ds, err := Verify(schema, frozen, "m.json", opts); err != nil || len(ds) != 0 {
-				b.Fatalf("Verify: %v, %v", ds, err)
+			fresh, err := compileLike(schema, frozen, "m.json", opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if ds := compareSnapshot(frozen, fresh, "m.json"); len(ds) != 0 {
+				b.Fatalf("compareSnapshot: %v", ds)
 			}
 		}
 	})
@@ -255,4 +259,34 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// manyKeysRole is a role file with n unknown frontmatter keys, each a
+// warning: 20k keys make about 190 KB, under the 256 KiB role file cap.
+func manyKeysRole(n int) profiles.RoleFile {
+	var b strings.Builder
+	b.WriteString("---\nname: wide\ndescription: many keys\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "unknown-key-%d: v\n", i)
+	}
+	b.WriteString("---\nprompt\n")
+	return profiles.RoleFile{Layer: profiles.LayerGlobal, Path: "/agent/agents/wide.md", Stem: "wide", Data: []byte(b.String())}
+}
+
+// BenchmarkRoleManyKeys parses role files with 2k to 20k unknown keys;
+// ns/op grows linearly with the key count (compare the sizes' ratios).
+func BenchmarkRoleManyKeys(b *testing.B) {
+	schema := loadSchema(b)
+	for _, n := range []int{2000, 5000, 10000, 20000} {
+		f := manyKeysRole(n)
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			b.SetBytes(int64(len(f.Data)))
+			for i := 0; i < b.N; i++ {
+				p := roleParser{schema: schema}
+				if _, diags := p.parse(f); len(diags) != n {
+					b.Fatalf("%d diagnostics, want %d", len(diags), n)
+				}
+			}
+		})
+	}
 }

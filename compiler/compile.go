@@ -93,8 +93,10 @@ func Compile(schema *cue.Schema, opts Options) (*manifest.Manifest, []Diagnostic
 		}
 		c.diag(d)
 	}
-	c.readSource(filepath.Join(env.AgentDir, "trust.json"))
-	c.readSource(filepath.Join(env.AgentDir, "settings.json"))
+	if !env.ProjectOnly {
+		c.readSource(filepath.Join(env.AgentDir, "trust.json"))
+		c.readSource(filepath.Join(env.AgentDir, "settings.json"))
+	}
 	if !trust.Trusted {
 		for _, dir := range profiles.UntrustedProjectDirs(env) {
 			c.diag(Diagnostic{Severity: Info, Code: "untrusted-project", File: dir,
@@ -115,24 +117,37 @@ func Compile(schema *cue.Schema, opts Options) (*manifest.Manifest, []Diagnostic
 	var roleDiags []Diagnostic
 	var roleSources []manifest.Source
 	rolesDone := make(chan struct{})
+	in := RoleInput{
+		BundledDir: opts.BundledRoles, Packs: opts.RolePacks,
+		AgentDir: env.AgentDir, Cwd: env.Cwd, Trusted: trust.Trusted, Workers: opts.Workers,
+		NoDigests: opts.NoDigests, Overlay: env.Overlay,
+	}
+	if env.ProjectOnly {
+		// Role packs, bundled roles and global roles are the user's, not
+		// the repository's.
+		in.BundledDir, in.Packs, in.AgentDir = "", nil, ""
+	}
 	runRoles := func(s *cue.Schema) {
 		defer close(rolesDone)
-		roles, roleDiags, roleSources = compileRoles(s, RoleInput{
-			BundledDir: opts.BundledRoles, Packs: opts.RolePacks,
-			AgentDir: env.AgentDir, Cwd: env.Cwd, Trusted: trust.Trusted, Workers: opts.Workers,
-			NoDigests: opts.NoDigests, Overlay: env.Overlay,
-		})
+		roles, roleDiags, roleSources = compileRoles(s, in)
 	}
 	roleSchema, err := cue.Load()
 	if err == nil {
 		go runRoles(roleSchema)
 	}
 	m.Profiles = c.profiles(trust.Trusted)
+	before := len(c.diags)
 	m.Main = c.mainSections(trust.Trusted)
+	mainFound := len(m.Main) > 0 || len(c.diags) > before
 	if err != nil {
 		runRoles(schema)
 	}
 	<-rolesDone
+	// Roles or a MAIN.md are something found: a repository may keep only
+	// those, and its check must pass.
+	if !c.foundProfiles && !mainFound && len(roles) == 0 && len(roleDiags) == 0 {
+		c.diag(c.noProfiles(trust.Trusted))
+	}
 	m.Roles = roles
 	c.diags = append(c.diags, roleDiags...)
 	for _, s := range roleSources {
@@ -160,12 +175,33 @@ func Compile(schema *cue.Schema, opts Options) (*manifest.Manifest, []Diagnostic
 	return m, m.Diagnostics, nil
 }
 
+// noProfiles is the warning for a tree where facets found nothing at all:
+// no profile, role or MAIN.md (nor a misnamed folder for one).
+func (c *compilation) noProfiles(trusted bool) Diagnostic {
+	if c.env.ProjectOnly {
+		dir := profiles.ProjectProfilesDir(c.env.Cwd)
+		return Diagnostic{Severity: Warning, Code: "no-profiles", File: dir,
+			Message: "no Facets profiles, roles or MAIN.md found in any .pi from " + c.env.Root + " down to " + c.env.Cwd,
+			Hint:    "create <name>/config.json in " + dir + ", or check -C"}
+	}
+	where := c.env.GlobalProfilesDir()
+	if trusted {
+		where += " or any .pi/facets/profiles from / down to " + c.env.Cwd
+	}
+	return Diagnostic{Severity: Warning, Code: "no-profiles", File: c.env.GlobalProfilesDir(),
+		Message: "no Facets profiles found in " + where,
+		Hint:    "create <name>/config.json in " + c.env.GlobalProfilesDir() + ", or check --agent-dir, -C and project trust"}
+}
+
 type compilation struct {
 	validator
-	workers   int
-	env       profiles.Env
-	sources   map[string]string
-	noDigests bool
+	// foundProfiles is set when discovery found a profile file (valid or
+	// not) or a misnamed folder meant for one.
+	foundProfiles bool
+	workers       int
+	env           profiles.Env
+	sources       map[string]string
+	noDigests     bool
 	// realPaths is shared by the parallel per-profile resolutions.
 	realPaths *profiles.RealPaths
 }
@@ -266,15 +302,7 @@ func (c *compilation) profiles(trusted bool) []manifest.Profile {
 	}
 	layout := profiles.LayoutProblems(c.env, trusted)
 	c.diags = append(c.diags, layout...)
-	if len(entries) == 0 && len(layout) == 0 {
-		where := c.env.GlobalProfilesDir()
-		if trusted {
-			where += " or any .pi/facets/profiles from / down to " + c.env.Cwd
-		}
-		c.diag(Diagnostic{Severity: Warning, Code: "no-profiles", File: c.env.GlobalProfilesDir(),
-			Message: "no Facets profiles found in " + where,
-			Hint:    "create <name>/config.json in " + c.env.GlobalProfilesDir() + ", or check --agent-dir, -C and project trust"})
-	}
+	c.foundProfiles = len(entries) > 0 || len(layout) > 0
 	names := make([]string, 0, len(effective))
 	for n := range effective {
 		names = append(names, n)
@@ -450,6 +478,21 @@ func (c *validator) validateEntry(e profiles.Entry) (cand *candidate, valid bool
 				Message: fmt.Sprintf("model '%s' is not in provider/model form; Pi will refuse it at launch", m),
 				Hint:    "write the provider and the model id, e.g. \"anthropic/claude-sonnet-4-5\""})
 		}
+	}
+	if mo := manifest.MainOnlyTools(cfg.Tools); len(mo) > 0 && !bad["tools"] {
+		line, col := res.Position("tools")
+		d := Diagnostic{Severity: Error, Code: "main-only-tool", File: e.ConfigPath, Line: line, Column: col, Subject: e.Name,
+			Message: fmt.Sprintf("tools %s exist only in a Main Pi; a Sub (delegate or /sub:%s) has its profile's tools plus talk and cannot start with them", strings.Join(mo, ", "), e.Name),
+			Hint:    `remove them, or set "invocation": "manual" if the profile is for starting a Main with pi --profile ` + e.Name}
+		if cfg.Invocation == "manual" {
+			// pi --profile starts a Main, which has them; only /sub: fails.
+			d.Severity = Warning
+			d.Message = fmt.Sprintf("tools %s exist only in a Main Pi: pi --profile %s works, /sub:%s (a Sub: its profile's tools plus talk) cannot start", strings.Join(mo, ", "), e.Name, e.Name)
+			d.Hint = "remove them if the profile is meant for /sub:" + e.Name
+		} else {
+			ok = false
+		}
+		c.diag(d)
 	}
 	return &candidate{entry: e, config: cfg, result: res}, ok
 }

@@ -26,6 +26,7 @@ type fixture struct {
 	archive *txtar.Archive
 	root    string
 	opts    Options
+	explain []string // "explain profile|role NAME": what an explain fixture explains
 }
 
 // writeFixtureTree parses the txtar fixture at path and writes its files,
@@ -59,6 +60,7 @@ func loadFixture(t *testing.T, path string) *fixture {
 	a, root := writeFixtureTree(t, path)
 	cwd := root
 	opts := Options{}
+	var explain []string
 	for _, line := range strings.Split(string(a.Comment), "\n") {
 		fields := strings.Fields(line)
 		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
@@ -84,6 +86,8 @@ func loadFixture(t *testing.T, path string) *fixture {
 			opts.TrustFlag = &v
 		case "names":
 			opts.Names = fields[1:]
+		case "explain": // explain profile|role NAME
+			explain = []string{arg(1), arg(2)}
 		case "rolepack":
 			opts.RolePacks = append(opts.RolePacks, arg(1))
 		case "bundled":
@@ -133,7 +137,7 @@ func loadFixture(t *testing.T, path string) *fixture {
 		t.Fatal(err)
 	}
 	opts.Env = env
-	return &fixture{path: path, archive: a, root: root, opts: opts}
+	return &fixture{path: path, archive: a, root: root, opts: opts, explain: explain}
 }
 
 // check compares a section against got, or rewrites it under FACETS_UPDATE=1.

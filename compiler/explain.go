@@ -157,7 +157,11 @@ func ExplainProfile(schema *cue.Schema, opts Options, name string, subArgv SubAr
 		} else {
 			x.Visibility = "invocation manual: kept out of Main's catalog; only the user can start it with /sub:" + name
 		}
-		if subArgv != nil {
+		if mo := manifest.MainOnlyTools(p.Launch.Tools); len(mo) > 0 {
+			// Only a manual profile gets here (an agent-invokable one with
+			// Main-only tools does not compile): it starts a Main, never a Sub.
+			x.SubArgvNote = "no Sub argv: tools " + strings.Join(mo, ", ") + " exist only in a Main Pi, so /sub:" + name + " cannot start; pi --profile " + name + " starts a Main with them"
+		} else if subArgv != nil {
 			manual := !p.AgentInvokable
 			x.SubArgv = subArgv(*p, x.Trust.Trusted, name, manual)
 			how := "facets delegate --profile " + name + " --title " + name

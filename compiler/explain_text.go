@@ -60,7 +60,11 @@ func (x *Explanation) Write(w io.Writer, format string) error {
 			fmt.Fprintf(&b, " %s sha256 %s", e(in.Path), in.SHA256)
 		}
 		fmt.Fprintf(&b, "\n%s\n", x.Visibility)
-		fmt.Fprintf(&b, "\nsub argv (%s):\n  pi %s\n", x.SubArgvNote, e(shellJoin(x.SubArgv)))
+		if len(x.SubArgv) == 0 && x.SubArgvNote != "" {
+			fmt.Fprintf(&b, "\n%s\n", x.SubArgvNote)
+		} else {
+			fmt.Fprintf(&b, "\nsub argv (%s):\n  pi %s\n", x.SubArgvNote, e(shellJoin(x.SubArgv)))
+		}
 	}
 	if rl := x.Role; rl != nil {
 		fmt.Fprintf(&b, "\nrole: %s", rl.Layer)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/facets-dev/facets/internal/termesc"
+	"github.com/facets-dev/facets/profiles"
 )
 
 // Formats accepted by WriteDiagnostics.
@@ -84,6 +85,23 @@ func location(d Diagnostic) string {
 		return fmt.Sprintf("%s:%d", d.File, d.Line)
 	}
 	return fmt.Sprintf("%s:%d:%d", d.File, d.Line, d.Column)
+}
+
+// GitHubBase is the directory --format github writes paths relative to:
+// GitHub resolves an annotation's file= against the repository root, which
+// in a job is $GITHUB_WORKSPACE (workspace), else the git top level of
+// cwd (the nearest .git), else cwd itself. A file outside it stays
+// absolute.
+func GitHubBase(workspace, cwd string) string {
+	if workspace != "" {
+		if abs, err := filepath.Abs(workspace); err == nil {
+			return abs
+		}
+	}
+	if root, ok := profiles.FindRepositoryRoot(cwd); ok {
+		return root
+	}
+	return cwd
 }
 
 func relPath(base, p string) string {

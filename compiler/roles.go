@@ -264,19 +264,12 @@ func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[str
 	}
 	adjust := map[string]any{} // key -> the value pi-herdr-agents reads; nil drops the key
 	res := p.schema.ValidateFrontmatter(cue.Role, path, yaml, start)
-	dup := map[string]bool{}
+	// A duplicated key has only its duplicate-key finding (package cue
+	// leaves it out of the value pass), so no value finding is about one.
 	for _, fd := range res.Findings {
-		if fd.Code == cue.CodeDuplicateKey {
-			dup[fd.Field] = true
-		}
-	}
-	for _, fd := range res.Findings {
-		if fd.Code == cue.CodeInvalidValue && dup[fd.Field] {
-			continue // the duplicate-key finding explains it; the unified value would mislead
-		}
 		d := fd.Diagnostic
 		top, _, _ := strings.Cut(fd.Field, ".")
-		if fd.Code == cue.CodeInvalidValue && !dup[top] {
+		if fd.Code == cue.CodeInvalidValue {
 			if v, drop, ok := lenientValue(yaml, top); ok {
 				lenient[top] = true
 				adjust[top] = v

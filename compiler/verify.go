@@ -25,28 +25,46 @@ const (
 )
 
 // VerifyFile checks whether the frozen manifest at path still matches the
-// sources it was compiled from; see Verify. A manifest of another format
-// version is reported as stale, not as an error, because recompiling fixes
-// it; a missing or malformed manifest is an error.
+// sources it was compiled from (see OpenSnapshot and compareSnapshot); no
+// diagnostics means it is current. A manifest of another format version is
+// reported as stale, not as an error, because recompiling fixes it; a
+// missing or malformed manifest is an error. A manifest that lies in
+// another project than the one it was compiled in (a copied or moved
+// checkout) is one manifest-moved diagnostic (see movedSnapshot).
+//
+// opts supplies what the manifest does not record: the home directory, the
+// role packs and bundled roles, and a trust override. A snapshot compiled
+// with --trust or --no-trust is checked under the same flag.
 func VerifyFile(schema *cue.Schema, path string, opts Options) ([]Diagnostic, error) {
 	data, err := safefile.ReadFile(path, manifest.MaxBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
 	var head struct {
-		Version *int `json:"version"`
+		Version  *int   `json:"version"`
+		Cwd      string `json:"cwd"`
+		AgentDir string `json:"agentDir"`
 	}
 	if json.Unmarshal(data, &head) == nil && head.Version != nil && *head.Version != manifest.Version {
 		return []Diagnostic{{Severity: Error, Code: CodeManifestVersion, File: path,
 			Message: fmt.Sprintf("manifest format version %d differs from this facets (version %d)", *head.Version, manifest.Version),
 			Hint:    "recompile it with facets compile --out"}}, nil
 	}
+	// A copied checkout's snapshot would be compared with the original's
+	// files; that it was moved is the one thing to say.
+	if filepath.IsAbs(head.Cwd) {
+		if d := movedSnapshot(path, head.Cwd, head.AgentDir); d != nil {
+			return []Diagnostic{*d}, nil
+		}
+	}
 	_, ds, err := OpenSnapshot(schema, path, data, opts)
 	return ds, err
 }
 
 // OpenSnapshot decodes the frozen manifest read from path and checks it
-// against its sources as Verify does. A snapshot that is byte for byte
+// against its sources: it compiles them again in the manifest's own working
+// directory and agent dir (compileLike) and reports the differences
+// (compareSnapshot). A snapshot that is byte for byte
 // what a fresh compile writes is current and, being the compiler's own
 // output, valid by construction, so it is only decoded: evaluating
 // #Manifest costs several times the compile itself on a large catalog,
@@ -75,26 +93,6 @@ func OpenSnapshot(schema *cue.Schema, path string, data []byte, opts Options) (*
 	return frozen, compareSnapshot(frozen, fresh, path), nil
 }
 
-// Verify compiles the sources again in the frozen manifest's own working
-// directory and agent dir and reports, one error each, every source whose
-// digest changed, every source that is gone or no longer read, every file
-// a fresh compile would read that the snapshot did not, and a different
-// trust decision. When no source changed but the fresh compile still
-// differs, facets or its schema changed since the snapshot, which is one
-// more diagnostic on the manifest itself (at path). No diagnostics means
-// the snapshot is current.
-//
-// opts supplies what the manifest does not record: the home directory, the
-// role packs and bundled roles, and a trust override. A snapshot compiled
-// with --trust or --no-trust is checked under the same flag.
-func Verify(schema *cue.Schema, frozen *manifest.Manifest, path string, opts Options) ([]Diagnostic, error) {
-	fresh, err := compileLike(schema, frozen, path, opts)
-	if err != nil {
-		return nil, err
-	}
-	return compareSnapshot(frozen, fresh, path), nil
-}
-
 // compileLike compiles the sources again as the frozen manifest was: in
 // its working directory and agent dir, all profiles, and under its trust
 // flag when it was compiled with one.
@@ -113,7 +111,12 @@ func compileLike(schema *cue.Schema, frozen *manifest.Manifest, path string, opt
 	return fresh, nil
 }
 
-// compareSnapshot reports what Verify reports, given the fresh compile.
+// compareSnapshot reports, one error each, every source whose digest
+// changed, every source that is gone or no longer read, every file the
+// fresh compile read that the snapshot did not, and a different trust
+// decision. When no source changed but the fresh compile still differs,
+// facets or its schema changed since the snapshot, which is one more
+// diagnostic on the manifest itself (at path).
 func compareSnapshot(frozen, fresh *manifest.Manifest, path string) []Diagnostic {
 	var ds []Diagnostic
 	if fresh.Trust.Trusted != frozen.Trust.Trusted {

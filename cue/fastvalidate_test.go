@@ -56,6 +56,26 @@ func TestFastGeneratorRefusesUnknownConstructs(t *testing.T) {
 	}
 }
 
+// TestFastGeneratorRefusesRepeatedDeclarations: CUE unifies every
+// declaration of a label, so a generator that keeps one of them would let
+// the fast path accept what CUE rejects.
+func TestFastGeneratorRefusesRepeatedDeclarations(t *testing.T) {
+	for name, files := range map[string]map[string][]byte{
+		"two files": {
+			"a.cue": []byte("package facets\n#Profile: {\nname?: =~\"b$\"\n}\n#Role: {}\n"),
+			"b.cue": []byte("package facets\n#Profile: {\nname?: =~\"^a\"\n}\n"),
+		},
+		"one file":   {"a.cue": []byte("package facets\n#Profile: {}\n#Role: {}\n#Profile: {x?: string}\n")},
+		"same field": {"a.cue": []byte("package facets\n#Profile: {\nname?: =~\"b$\"\nname?: =~\"^a\"\n}\n#Role: {}\n")},
+	} {
+		if _, err := fastgen.Generate(files); err == nil {
+			t.Errorf("%s: generator accepted a repeated declaration", name)
+		} else {
+			t.Logf("%s: %v", name, err)
+		}
+	}
+}
+
 // sameAsCUE validates one document both ways, through the public API with
 // the fast path and with CUE alone, and fails unless the results agree:
 // verdict, findings, positions and decoded value. It reports whether the
@@ -114,6 +134,16 @@ func seedDocuments(t testing.TB) (profiles, roles [][]byte) {
 		[]byte(`{"version": 1, "name": "a", "tools": ["\u00e9"]}`),
 		[]byte(`{"version": 1, "name": "a", "tools": []}`),
 		[]byte(`{"version": 1, "name": "a", "tools": ["read"], "model": ""}`),
+		// Non-ASCII inside strings: U+FEFF (which CUE's scanner refuses
+		// and JSON allows), other invisible and multi-byte characters, and
+		// U+FEFF in a key, after an escape and outside a string.
+		[]byte("{\"version\":1,\"name\":\"x\",\"tools\":[\"read\"],\"$schema\":\"\uFEFF\"}"),
+		[]byte("{\"version\":1,\"name\":\"x\",\"tools\":[\"read\"],\"$schema\":\"\uFEFF\",\"zz\":1}"),
+		[]byte("{\"version\":1,\"name\":\"x\",\"tools\":[\"re\uFEFFad\"],\"description\":\"\\\"\uFEFF\u00a0\u200b\u2028\U0001F600\"}"),
+		[]byte("{\"version\":1,\"name\":\"x\",\"tools\":[\"read\"],\"\uFEFFmodel\":\"a/b\"}"),
+		[]byte("{\"version\":1,\"name\":\"x\",\"tools\":[\"read\"],\"model\":\"\u00e9/\u00e8\",\"instructions\":\"\u4e2d\u6587\"}"),
+		[]byte("{\"version\":1,\"name\":\"x\",\"tools\":[\"read\"]\uFEFF}"),
+		[]byte("{\"version\":1,\"name\":\"x\uFEFF\",\"tools\":[\"read\"],\"model\":7}"),
 	}
 	roles = [][]byte{
 		[]byte("description: Reviews code\ntools: read, bash\nspawning: false"),
@@ -125,6 +155,8 @@ func seedDocuments(t testing.TB) (profiles, roles [][]byte) {
 		[]byte("model: anthropic/claude-sonnet-4, openai/gpt-5\nsession-mode: fork"),
 		[]byte("description: x\ndescription: y"), []byte("# c\ndescription: d\n\ncwd: sub/dir"),
 		[]byte("description: trailing "), []byte("name: Role.x_1\nsystem-prompt: append"),
+		[]byte("description: a\uFEFFb\ntools: read"), []byte("description: \"\uFEFF\u00e9\"\nmodel: \u00e9/x"),
+		[]byte("description: \u4e2d\u6587 \u200b\u00a0\U0001F600\ncwd: d\u00e9"), []byte("name: \u00e9\nthinking: off\u2028"),
 	}
 	seenRole := func(md []byte) {
 		if yaml, _, _, ok := frontmatter.Split(md); ok {
@@ -238,4 +270,33 @@ func fuzzSameAsCUE(f *testing.F, seeds [][]byte, d Definition, json bool, start 
 	f.Fuzz(func(t *testing.T, src []byte) {
 		pair.sameAsCUE(t, d, json, src, start)
 	})
+}
+
+// TestFEFFInsideJSONString pins the verdict on U+FEFF inside a JSON
+// string: JSON allows it (and Pi's JSON.parse keeps it), so both paths
+// accept the document and keep the character; outside a string it stays a
+// syntax error. Before, CUE's scanner refused it only when a document
+// went the slow path, so one unrelated error changed the verdict.
+func TestFEFFInsideJSONString(t *testing.T) {
+	pair := newSchemaPair()
+	for _, s := range []*Schema{pair.fast, pair.ref} {
+		src := "{\"version\":1,\"name\":\"x\",\"tools\":[\"read\"],\"$schema\":\"\uFEFF\"}"
+		r := s.ValidateJSON(Profile, "c.json", []byte(src))
+		if !r.OK() {
+			t.Fatalf("slowOnly=%v: %v", s.slowOnly, r.Findings)
+		}
+		var m map[string]any
+		if err := r.Decode(&m); err != nil || m["$schema"] != "\uFEFF" {
+			t.Fatalf("slowOnly=%v: decoded %q, %v", s.slowOnly, m["$schema"], err)
+		}
+		// One unrelated error: reported alone, at its own column.
+		r = s.ValidateJSON(Profile, "c.json", []byte(strings.TrimSuffix(src, "}")+`,"zz":1}`))
+		if len(r.Findings) != 1 || r.Findings[0].Code != CodeUnknownField || r.Findings[0].Column != 59 {
+			t.Fatalf("slowOnly=%v: %v", s.slowOnly, r.Findings)
+		}
+		r = s.ValidateJSON(Profile, "c.json", []byte("{\"version\":1,\"name\":\"x\",\"tools\":[\"read\"]\uFEFF}"))
+		if len(r.Findings) != 1 || r.Findings[0].Code != CodeSyntax {
+			t.Fatalf("slowOnly=%v: U+FEFF outside a string: %v", s.slowOnly, r.Findings)
+		}
+	}
 }

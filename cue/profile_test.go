@@ -64,6 +64,11 @@ func TestProfileRules(t *testing.T) {
 		{"unknown key with suggestion", `{"version":1,"name":"a","tools":["r"],"modle":"x"}`, []string{"unknown-field modle"}},
 		{"unknown and value errors together", `{"version":1,"name":"a","tools":[3],"extra":1}`, []string{"invalid-value tools.0", "unknown-field extra"}},
 		{"duplicate key", `{"version":1,"name":"a","tools":["r"],"tools":["r"]}`, []string{"duplicate-key tools"}},
+		// A duplicate is reported once: the two values' conflict is no
+		// error of either value.
+		{"duplicate model", `{"version":1,"name":"a","tools":["r"],"model":"a/b","model":"c/d"}`, []string{"duplicate-key model"}},
+		{"duplicate tools", `{"version":1,"name":"a","tools":["read"],"tools":["bash","ls"]}`, []string{"duplicate-key tools"}},
+		{"duplicate required key alone", `{"version":1,"name":"a","name":"b","tools":["r"]}`, []string{"duplicate-key name"}},
 		{"not an object", `"x"`, []string{"not-object "}},
 		{"syntax", `{"version":1,`, []string{"syntax "}},
 		{"bad utf8", "{\"version\":1,\"name\":\"a\xff\"}", []string{"encoding "}},

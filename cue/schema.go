@@ -57,10 +57,6 @@ func Load() (*Schema, error) {
 	return &Schema{}, nil
 }
 
-// Compiled reports whether CUE has been compiled for this schema: only a
-// document the generated validators cannot decide needs it.
-func (s *Schema) Compiled() bool { return s.ctx != nil }
-
 // init compiles the embedded schema into a fresh CUE context, once.
 func (s *Schema) init() error {
 	if s.ctx != nil {

@@ -64,10 +64,11 @@ func (r *Result) Position(field string) (line, col int) {
 // OK reports whether the document satisfied the schema.
 func (r *Result) OK() bool { return r.ok && len(r.Findings) == 0 }
 
-// Decode stores the document as written into x (see cue.Value.Decode),
-// whatever its findings, so a caller that accepts some of them (such as
-// unknown keys) can still read it; check OK first otherwise. It fails if
-// the document did not parse.
+// Decode stores the document's fields as written into x (see
+// cue.Value.Decode), whatever its findings, so a caller that accepts some
+// of them (such as unknown keys) can still read the rest; check OK first
+// otherwise. Unknown and duplicated keys are left out. It fails if the
+// document did not parse.
 func (r *Result) Decode(x any) error {
 	if r.fast != nil {
 		return r.fast.decode(x)
@@ -99,7 +100,7 @@ func (s *Schema) slowJSON(d Definition, file string, src []byte) (res *Result) {
 	if err := s.init(); err != nil {
 		return &Result{Findings: []Finding{schemaFinding(file, err)}}
 	}
-	expr, err := cuejson.Extract(file, src)
+	expr, err := extractJSON(file, src)
 	if err != nil {
 		return &Result{Findings: []Finding{jsonSyntaxFinding(file, src, err)}}
 	}
@@ -109,7 +110,61 @@ func (s *Schema) slowJSON(d Definition, file string, src []byte) (res *Result) {
 		return &Result{Findings: []Finding{{Diagnostic: diag.Diagnostic{Severity: diag.Error, File: file, Line: line, Column: col, Code: CodeNotObject,
 			Message: "document must be a JSON object", Hint: "wrap the settings in { }"}}}}
 	}
-	return s.validate(d, file, lit, s.ctx.BuildExpr(lit))
+	return s.validate(d, file, lit)
+}
+
+// extractJSON parses a JSON document into CUE syntax. JSON allows U+FEFF
+// inside a string (Pi's JSON.parse and the YAML frontmatter path accept
+// it) but CUE's scanner refuses it anywhere, so each one inside a string
+// is swapped for a character of the same length CUE accepts and swapped
+// back in the parsed literals: the verdict is JSON's and every position
+// stays that of the file. A U+FEFF outside a string stays a syntax error.
+func extractJSON(file string, src []byte) (ast.Expr, error) {
+	const bom = "\uFEFF"
+	if !bytes.Contains(src, []byte(bom)) {
+		return cuejson.Extract(file, src)
+	}
+	// A private-use character of the same UTF-8 length that the document
+	// does not contain; documents holding all of them keep CUE's verdict.
+	var stand string
+	for _, r := range []rune{'\uF8FF', '\uF8FE', '\uF8FD', '\uF8FC'} {
+		if !bytes.ContainsRune(src, r) {
+			stand = string(r)
+			break
+		}
+	}
+	if stand == "" {
+		return cuejson.Extract(file, src)
+	}
+	swapped := make([]byte, 0, len(src))
+	in := false
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case in && c == '\\' && i+1 < len(src):
+			swapped = append(swapped, c, src[i+1])
+			i++
+			continue
+		case c == '"':
+			in = !in
+		case in && bytes.HasPrefix(src[i:], []byte(bom)):
+			swapped = append(swapped, stand...)
+			i += len(bom) - 1
+			continue
+		}
+		swapped = append(swapped, c)
+	}
+	expr, err := cuejson.Extract(file, swapped)
+	if err != nil {
+		return nil, err
+	}
+	ast.Walk(expr, func(n ast.Node) bool {
+		if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+			lit.Value = strings.ReplaceAll(lit.Value, stand, bom)
+		}
+		return true
+	}, nil)
+	return expr, nil
 }
 
 // ValidateFrontmatter validates YAML frontmatter taken from a Markdown file
@@ -167,13 +222,19 @@ func (s *Schema) slowFrontmatter(d Definition, file string, yaml []byte, startLi
 		lit.Elts = append(lit.Elts, field)
 	}
 	lit.Lbrace = token.NoPos
-	return s.validate(d, file, lit, s.ctx.BuildExpr(lit))
+	return s.validate(d, file, lit)
 }
 
 // validate runs the structural pass (unknown, missing and duplicate keys) and
 // the value pass. Both always run, because CUE hides closedness and
 // required-field errors on a level that also has value errors.
-func (s *Schema) validate(d Definition, file string, lit *ast.StructLit, data cuelang.Value) *Result {
+//
+// The value pass sees only the keys the structural pass left standing:
+// an unknown key is reported once, by the structural pass (CUE's own
+// closedness errors grow quadratically with the number of unknown keys),
+// and a duplicated key once, as duplicated (unifying its values would add
+// a conflict error no single value has).
+func (s *Schema) validate(d Definition, file string, lit *ast.StructLit) *Result {
 	def := s.def(d)
 	meta := s.meta(d)
 	res := &Result{}
@@ -187,7 +248,9 @@ func (s *Schema) validate(d Definition, file string, lit *ast.StructLit, data cu
 
 	present := map[string]bool{}
 	fieldPos := map[string]token.Pos{}
-	for _, elt := range lit.Elts {
+	names := make([]string, len(lit.Elts))
+	count := make(map[string]int, len(lit.Elts))
+	for i, elt := range lit.Elts {
 		field, ok := elt.(*ast.Field)
 		if !ok {
 			continue
@@ -198,6 +261,16 @@ func (s *Schema) validate(d Definition, file string, lit *ast.StructLit, data cu
 			// either: it must still be reported, never skipped.
 			name = rawLabel(field.Label)
 		}
+		names[i] = name
+		count[name]++
+	}
+	checked := &ast.StructLit{Lbrace: lit.Lbrace, Rbrace: lit.Rbrace}
+	for i, elt := range lit.Elts {
+		field, ok := elt.(*ast.Field)
+		if !ok {
+			continue
+		}
+		name := names[i]
 		line, col := posOf(field.Label.Pos())
 		if present[name] {
 			res.Findings = append(res.Findings, Finding{Field: name, Diagnostic: diag.Diagnostic{Severity: diag.Error, File: file, Line: line, Column: col,
@@ -212,7 +285,11 @@ func (s *Schema) validate(d Definition, file string, lit *ast.StructLit, data cu
 				fieldPos[name+"."+strconv.Itoa(i)] = el.Pos()
 			}
 		}
-		if !def.Allows(cuelang.Str(name)) {
+		allowed := def.Allows(cuelang.Str(name))
+		if allowed && count[name] == 1 {
+			checked.Elts = append(checked.Elts, field)
+		}
+		if !allowed {
 			hint := "remove it; allowed keys: " + strings.Join(meta.names, ", ")
 			if near := nearest(name, meta.names); near != "" {
 				hint = fmt.Sprintf("did you mean %q?", near)
@@ -236,6 +313,7 @@ func (s *Schema) validate(d Definition, file string, lit *ast.StructLit, data cu
 		}
 	}
 
+	data := s.ctx.BuildExpr(checked)
 	unified := def.Unify(data)
 	err := unified.Validate(cuelang.Concrete(true))
 	seen := map[string]bool{}
@@ -305,13 +383,13 @@ func (s *Schema) validate(d Definition, file string, lit *ast.StructLit, data cu
 		if msg == "" {
 			msg = fmt.Sprintf("%s: %s", key, e.Error())
 		}
-		if got := describeValue(lit, path); got != "" {
+		if got := describeValue(checked, path); got != "" {
 			msg += " (got " + got + ")"
 		}
 		res.Findings = append(res.Findings, Finding{Field: key, Diagnostic: diag.Diagnostic{Severity: diag.Error, File: file, Line: line, Column: col,
 			Code: CodeInvalidValue, Message: msg, Hint: hint}})
 	}
-	res.Findings = append(res.Findings, s.entryFindings(d, file, lit, data, present, fieldPos, seen)...)
+	res.Findings = append(res.Findings, s.entryFindings(d, file, checked, data, present, fieldPos, seen)...)
 	if err != nil && len(res.Findings) == 0 {
 		// Never "invalid" without saying why: a CUE error none of the
 		// rules above placed is reported as CUE words it, at the document.
@@ -603,11 +681,18 @@ func describeValue(lit *ast.StructLit, path []string) string {
 	return ""
 }
 
-// nearest suggests the closest allowed field for a misspelled one.
+// nearest suggests the closest allowed field for a misspelled one. It runs
+// once per unknown key, so candidates whose length alone puts them out of
+// reach are skipped without computing a distance.
 func nearest(name string, candidates []string) string {
 	best, bestD := "", 3
+	lower := strings.ToLower(name)
+	n := utf8.RuneCountInString(lower)
 	for _, c := range candidates {
-		d := distance(strings.ToLower(name), strings.ToLower(c))
+		if diff := n - utf8.RuneCountInString(c); diff >= bestD || -diff >= bestD {
+			continue // the distance is at least the difference in length
+		}
+		d := distance(lower, strings.ToLower(c))
 		if d < bestD || (d == bestD && best != "" && c < best) {
 			best, bestD = c, d
 		}

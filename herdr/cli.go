@@ -22,17 +22,26 @@ var (
 	ErrServerNotRunning = errors.New("no Herdr server is running")
 	ErrTabIDMissing     = errors.New("herdr tab create response did not contain a tab ID; automatic cleanup is unavailable")
 	ErrSecretOnArgv     = errors.New("refusing to put a secret on a command line")
+	// ErrLaunchPending is an agent start that ran out of time while Herdr
+	// still counted the launch as pending (launch_pending, not
+	// interactive_ready), whatever state Pi itself reported.
+	ErrLaunchPending = errors.New("the agent is still launch_pending in Herdr")
 )
 
 // Timeouts bound each herdr call. Zero fields take the default of
 // DefaultTimeouts.
 type Timeouts struct {
 	Check, Create, Start, Mark, Prompt, Status, Exists, Close time.Duration
+	// Ready is agent start's --timeout: how long herdr itself waits for Pi
+	// to become ready (herdr accepts more than 3 s and at most 300 s).
+	// Start, the limit of the whole herdr process, must exceed it so that
+	// herdr's own answer comes first.
+	Ready time.Duration
 }
 
 // DefaultTimeouts bound each herdr call so a hung server cannot hang a
-// delegate. Start exceeds the
-// 60 s readiness wait passed to herdr so herdr's own timeout answers first.
+// delegate. Start exceeds the 60 s readiness wait passed to herdr (Ready)
+// so herdr's own timeout answers first.
 func DefaultTimeouts() Timeouts {
 	return Timeouts{
 		Check:  3 * time.Second,
@@ -43,12 +52,9 @@ func DefaultTimeouts() Timeouts {
 		Status: 3 * time.Second,
 		Exists: 3 * time.Second,
 		Close:  10 * time.Second,
+		Ready:  60 * time.Second,
 	}
 }
-
-// agentReadyTimeoutMS is passed as agent start --timeout: how long herdr
-// waits for Pi to become ready.
-const agentReadyTimeoutMS = 60000
 
 // CLI is the Surface implemented by running the herdr command line.
 type CLI struct {
@@ -337,8 +343,12 @@ func AgentName(runID string) string {
 }
 
 // StartAgent runs `herdr agent start NAME --kind pi` in the tab's root pane.
-// herdr itself waits, up to 60 s, until Pi is detected and ready for input,
-// so a nil error means the agent is ready.
+// herdr itself waits, up to Timeouts.Ready (60 s), until Pi is detected
+// and ready for input, so a nil error means the agent is ready. When that
+// wait ends without an answer (herdr's timeout, or no answer within
+// Timeouts.Start), the pane is asked once more, and an agent Herdr still
+// holds as launch_pending is reported as ErrLaunchPending with its state
+// and the timeout.
 func (c *CLI) StartAgent(ctx context.Context, h Handle, spec AgentSpec) (Handle, error) {
 	const command = "agent start"
 	if h.PaneID == "" {
@@ -347,12 +357,16 @@ func (c *CLI) StartAgent(ctx context.Context, h Handle, spec AgentSpec) (Handle,
 	if !validAgentName(spec.Name) {
 		return h, fmt.Errorf("herdr %s: invalid agent name %q", command, spec.Name)
 	}
+	ready := c.timeout(func(t Timeouts) time.Duration { return t.Ready })
 	args := []string{"agent", "start", spec.Name, "--kind", "pi", "--pane", h.PaneID,
-		"--timeout", strconv.Itoa(agentReadyTimeoutMS)}
+		"--timeout", strconv.FormatInt(ready.Milliseconds(), 10)}
 	if len(spec.Args) > 0 {
 		args = append(append(args, "--"), spec.Args...)
 	}
 	res, err := c.run(ctx, command, c.timeout(func(t Timeouts) time.Duration { return t.Start }), args)
+	if hasCode(err, "timeout") || ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return h, c.startTimedOut(ctx, h, ready, err)
+	}
 	if err != nil {
 		return h, err
 	}
@@ -371,6 +385,30 @@ func (c *CLI) StartAgent(ctx context.Context, h Handle, spec AgentSpec) (Handle,
 	}
 	h.Agent = spec.Name
 	return h, nil
+}
+
+// startTimedOut explains an agent start that ran out of time: Herdr issue
+// 3853 is a Pi started through agent start with Herdr's Pi lifecycle
+// integration that reports idle but stays launch_pending, so herdr's CLI
+// waits for interactive_ready until its timeout and agent prompt answers
+// agent_not_ready. One agent get of the pane tells that state apart.
+func (c *CLI) startTimedOut(ctx context.Context, h Handle, ready time.Duration, err error) error {
+	const command = "agent start"
+	res, getErr := c.run(ctx, "agent get", c.timeout(func(t Timeouts) time.Duration { return t.Status }),
+		[]string{"agent", "get", h.PaneID})
+	var info struct {
+		Agent *struct {
+			PaneID           string `json:"pane_id"`
+			AgentStatus      string `json:"agent_status"`
+			LaunchPending    bool   `json:"launch_pending"`
+			InteractiveReady bool   `json:"interactive_ready"`
+		} `json:"agent"`
+	}
+	if getErr == nil && decodeResult(res.Stdout, &info) == nil && info.Agent != nil && info.Agent.PaneID == h.PaneID && info.Agent.LaunchPending && !info.Agent.InteractiveReady {
+		return fmt.Errorf("herdr %s: %w: pane %s reports agent_status %q with launch_pending and without interactive_ready after the %s start timeout, so Herdr never counted the launch as started and no task was sent (a Pi with Herdr's lifecycle integration started through agent start can stay launch_pending once idle: Herdr issue 3853): %w",
+			command, ErrLaunchPending, h.PaneID, info.Agent.AgentStatus, ready, err)
+	}
+	return fmt.Errorf("herdr %s: Pi was not ready within the %s start timeout: %w", command, ready, err)
 }
 
 func decodeResult(stdout []byte, v any) error {

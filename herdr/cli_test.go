@@ -516,3 +516,75 @@ func TestExecRunnerReadsOnlyTheEnvItIsGiven(t *testing.T) {
 		t.Errorf("nil Env inherited this process's environment: %+v, %v", res, err)
 	}
 }
+
+// TestStartAgentLaunchPending: Herdr issue 3853, a Pi that is idle by its
+// lifecycle integration yet stays launch_pending. Whether herdr's own wait
+// ends in timeout or herdr gives no answer within the adapter's limit, the
+// error names that state and the timeout, and StartAgent returns.
+func TestStartAgentLaunchPending(t *testing.T) {
+	for name, timeouts := range map[string]Timeouts{
+		"herdr's timeout":       {Ready: 3001 * time.Millisecond},
+		"the adapter's timeout": {Ready: 60 * time.Second, Start: 500 * time.Millisecond},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			f.SetControl(fakeControl{Startup: "pending"})
+			f.cli.Timeouts = timeouts
+			ctx := context.Background()
+			h, err := f.cli.CreateTab(ctx, TabSpec{Cwd: t.TempDir(), Title: "pending"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = f.cli.StartAgent(ctx, h, AgentSpec{Name: AgentName(testRunID)})
+			msg := fmt.Sprint(err)
+			if !errors.Is(err, ErrLaunchPending) || !strings.Contains(msg, "launch_pending") || !strings.Contains(msg, timeouts.Ready.String()) || !strings.Contains(msg, "3853") {
+				t.Errorf("StartAgent = %v; want ErrLaunchPending naming launch_pending, the %s timeout and Herdr issue 3853", err, timeouts.Ready)
+			}
+		})
+	}
+}
+
+// TestNewerHerdrIsAccepted: Herdr 0.9.0 speaks protocol 22 (users report it
+// in Herdr's tracker, e.g. issue 3853) and may add fields to any answer. The
+// adapter requires 0.8.2 or newer, so a newer release, a preview build and
+// unknown fields pass every step.
+func TestNewerHerdrIsAccepted(t *testing.T) {
+	for _, version := range []string{"0.9.0", "0.9.0-preview.2026-09-09-b9ce9686", "1.0.0"} {
+		t.Run(version, func(t *testing.T) {
+			f := newFixture(t)
+			f.SetControl(fakeControl{Version: version, Protocol: 22, ExtraFields: true})
+			if out := f.Run("tab", "get", "w1:t1"); !strings.Contains(out, "x_newer_herdr") {
+				t.Fatalf("the fake added no unknown field: %s", out)
+			}
+			ctx := context.Background()
+			if err := f.cli.Check(ctx); err != nil {
+				t.Fatalf("Check: %v", err)
+			}
+			h, err := f.cli.CreateTab(ctx, TabSpec{Cwd: t.TempDir(), Title: "newer"})
+			if err != nil {
+				t.Fatalf("CreateTab: %v", err)
+			}
+			if err := f.cli.ReportMetadata(ctx, h, Metadata{MainSession: "m", RunID: testRunID, Profile: "p"}); err != nil {
+				t.Fatalf("ReportMetadata: %v", err)
+			}
+			if h, err = f.cli.StartAgent(ctx, h, AgentSpec{Name: AgentName(testRunID)}); err != nil {
+				t.Fatalf("StartAgent: %v", err)
+			}
+			if _, err := f.cli.Prompt(ctx, h, "hello"); err != nil {
+				t.Fatalf("Prompt: %v", err)
+			}
+			if _, err := f.cli.State(ctx, h); err != nil {
+				t.Fatalf("State: %v", err)
+			}
+			if ex, err := f.cli.Owned(ctx, h, testRunID); ex != TabPresent || err != nil {
+				t.Fatalf("Owned = %v, %v", ex, err)
+			}
+			if ex, err := f.cli.TabExists(ctx, h.TabID); ex != TabPresent || err != nil {
+				t.Fatalf("TabExists = %v, %v", ex, err)
+			}
+			if err := f.cli.CloseTab(ctx, h); err != nil {
+				t.Fatalf("CloseTab: %v", err)
+			}
+		})
+	}
+}

@@ -105,3 +105,42 @@ func TestFakeCloseNeedsConfirmationForLastTab(t *testing.T) {
 	h.ok("tab", "close", tab) // not the last tab of w1
 	h.fails("confirmation_required", "tab", "close", "w1:t1")
 }
+
+// TestFakeServerWorkspaces: `herdr server` starts with no workspace unless
+// HERDR_STARTUP_CWD names one (src/server/headless.rs
+// seed_startup_workspace_if_empty), and after `herdr server stop` the CLI
+// finds no server.
+func TestFakeServerWorkspaces(t *testing.T) {
+	for _, startup := range []string{"", "/tmp"} {
+		bin := fakeBinDir + "/herdr"
+		h := &contractHerdr{t: t, bin: bin}
+		s := startContractServerWith(t, bin, startup)
+		h.env = s.env
+		ws, _ := h.ok("workspace", "list")["workspaces"].([]any)
+		if want := map[string]int{"": 0, "/tmp": 1}[startup]; len(ws) != want {
+			t.Errorf("HERDR_STARTUP_CWD=%q: %d workspaces, want %d", startup, len(ws), want)
+		}
+		if out, errs, code := h.run("server", "stop"); code != 0 || out != "" {
+			t.Fatalf("server stop: exit %d %q %q", code, out, errs)
+		}
+		h.fails("server_not_running", "workspace", "list")
+	}
+}
+
+// startContractServerWith starts the fake's server with HERDR_STARTUP_CWD
+// set to startup (unset when empty), as herdr's auto-start passes it.
+func startContractServerWith(t *testing.T, bin, startup string) *contractServer {
+	t.Helper()
+	return startContractServer(t, bin, true, serverOptions{startupCwd: startup})
+}
+
+// TestFakeTimeout3000IsNotRetried: herdr's CLI retries agent_pane_busy
+// only for a timeout the server accepts (src/cli/agent.rs
+// retryable_timeout), so --timeout 3000 on a starting shell is busy, not
+// invalid_agent_timeout, while a retried start waits for the shell.
+func TestFakeTimeout3000IsNotRetried(t *testing.T) {
+	h, _ := fakeHerdr(t, fakeControl{ShellInitMS: 500})
+	_, pane, _ := h.newTab("fresh")
+	h.fails("agent_pane_busy", "agent", "start", "a", "--kind", "pi", "--pane", pane, "--timeout", "3000")
+	h.startAgent("a", pane)
+}

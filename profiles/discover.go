@@ -5,16 +5,20 @@ import (
 	"path/filepath"
 )
 
-// DiscoverProfiles scans the global profiles directory and, when trusted,
+// DiscoverProfiles scans the global profiles directory (unless
+// env.ProjectOnly) and, when trusted,
 // every <dir>/.pi/facets/profiles from the filesystem root down to the
 // working directory. The result is in precedence order: later scopes
 // override earlier ones.
 func DiscoverProfiles(env Env, trusted bool) []ScopeProfiles {
-	out := []ScopeProfiles{scanProfiles(env.GlobalProfilesDir(), Global, env.Overlay)}
+	var out []ScopeProfiles
+	if !env.ProjectOnly {
+		out = append(out, scanProfiles(env.GlobalProfilesDir(), Global, env.Overlay))
+	}
 	if !trusted {
 		return out
 	}
-	for _, dir := range Ancestors(env.Cwd) {
+	for _, dir := range env.ProjectDirs() {
 		pd := ProjectProfilesDir(dir)
 		if filepath.Clean(pd) == filepath.Clean(env.GlobalProfilesDir()) {
 			continue // the agent dir may live inside the project tree
@@ -30,7 +34,7 @@ func DiscoverProfiles(env Env, trusted bool) []ScopeProfiles {
 func UntrustedProjectDirs(env Env) []string {
 	var out []string
 	global := filepath.Join(env.AgentDir, "facets")
-	for _, dir := range Ancestors(env.Cwd) {
+	for _, dir := range env.ProjectDirs() {
 		fd := filepath.Join(dir, ".pi", "facets")
 		if filepath.Clean(fd) == filepath.Clean(global) {
 			continue

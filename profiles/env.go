@@ -2,6 +2,7 @@ package profiles
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/facets-dev/facets/internal/envvar"
@@ -13,9 +14,62 @@ type Env struct {
 	AgentDir string // Pi's agent dir: $PI_CODING_AGENT_DIR or ~/.pi/agent
 	Home     string // the user's home directory
 	Cwd      string // the working directory the Main Pi starts in
+	// ProjectOnly judges the repository alone (check --project-only, for
+	// CI and pre-commit): only the project scopes from Root down to Cwd are
+	// read; nothing of the agent dir or the home directory (global
+	// profiles, roles, MAIN.md and skills, trust settings) is.
+	ProjectOnly bool
+	// Root is the topmost project directory read when ProjectOnly.
+	Root string
 	// Overlay, when set, holds unsaved contents read instead of the files
 	// at those paths (facets lsp); check and compile leave it nil.
 	Overlay Overlay
+}
+
+// ProjectOnlyEnv is e restricted to the repository that holds e.Cwd (see
+// ProjectOnly and RepositoryRoot).
+func (e Env) ProjectOnlyEnv() Env {
+	e.ProjectOnly, e.Root = true, RepositoryRoot(e.Cwd)
+	return e
+}
+
+// ProjectDirs are the directories whose .pi scopes apply, outermost first:
+// every ancestor of Cwd, or with ProjectOnly those from Root down.
+func (e Env) ProjectDirs() []string {
+	up := Ancestors(e.Cwd)
+	if !e.ProjectOnly {
+		return up
+	}
+	for i, d := range up {
+		if d == filepath.Clean(e.Root) {
+			return up[i:]
+		}
+	}
+	return up[len(up)-1:]
+}
+
+// RepositoryRoot is the nearest directory at or above dir that holds a .git
+// entry (a repository's directory, or a worktree's or submodule's file), as
+// `git rev-parse --show-toplevel` finds it without running git; dir itself
+// when there is none.
+func RepositoryRoot(dir string) string {
+	if root, ok := FindRepositoryRoot(dir); ok {
+		return root
+	}
+	return filepath.Clean(dir)
+}
+
+// FindRepositoryRoot is RepositoryRoot that reports whether a .git was
+// found at all.
+func FindRepositoryRoot(dir string) (string, bool) {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d, true
+		}
+		if filepath.Dir(d) == d {
+			return "", false
+		}
+	}
 }
 
 // NewEnv resolves the agent dir with AgentDir (no explicit override) and

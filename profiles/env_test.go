@@ -204,3 +204,33 @@ func expectErr(t *testing.T, err error, wantErr string) bool {
 	}
 	return false
 }
+
+// TestProjectOnlyEnv pins the repository root a project-only check starts
+// from: the nearest .git (a directory, or a worktree's file), else the
+// working directory itself; ProjectDirs runs from there down.
+func TestProjectOnlyEnv(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"repo/.git", "repo/svc/api", "wt/sub", "plain/x"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "wt", ".git"), []byte("gitdir: /elsewhere\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ cwd, root string }{
+		{"repo", "repo"},
+		{"repo/svc/api", "repo"},
+		{"wt/sub", "wt"},
+		{"plain/x", "plain/x"},
+	} {
+		env := Env{Cwd: filepath.Join(root, tc.cwd), AgentDir: filepath.Join(root, "agent")}.ProjectOnlyEnv()
+		if want := filepath.Join(root, tc.root); env.Root != want {
+			t.Errorf("%s: Root = %s, want %s", tc.cwd, env.Root, want)
+		}
+		dirs := env.ProjectDirs()
+		if dirs[0] != env.Root || dirs[len(dirs)-1] != env.Cwd {
+			t.Errorf("%s: ProjectDirs = %v, want %s down to %s", tc.cwd, dirs, env.Root, env.Cwd)
+		}
+	}
+}

@@ -19,12 +19,14 @@ func LayoutProblems(env Env, trusted bool) []diag.Diagnostic {
 		dir   string
 		names []string
 	}
-	wants := []want{
-		{env.AgentDir, []string{"facets", "agents"}},
-		{filepath.Join(env.AgentDir, "facets"), []string{"profiles", "MAIN.md"}},
+	var wants []want
+	if !env.ProjectOnly {
+		wants = append(wants,
+			want{env.AgentDir, []string{"facets", "agents"}},
+			want{filepath.Join(env.AgentDir, "facets"), []string{"profiles", "MAIN.md"}})
 	}
 	if trusted {
-		for _, d := range Ancestors(env.Cwd) {
+		for _, d := range env.ProjectDirs() {
 			names := []string{"facets"}
 			if d == env.Cwd {
 				names = append(names, "agents") // project roles are read from the cwd only

@@ -27,9 +27,12 @@ func MainFiles(env Env, trusted bool) ([]MainFile, []diag.Diagnostic) {
 		path  string
 		scope Scope
 	}
-	cands := []cand{{filepath.Join(env.AgentDir, "facets", "MAIN.md"), Global}}
+	var cands []cand
+	if !env.ProjectOnly {
+		cands = append(cands, cand{filepath.Join(env.AgentDir, "facets", "MAIN.md"), Global})
+	}
 	if trusted {
-		for _, dir := range Ancestors(env.Cwd) {
+		for _, dir := range env.ProjectDirs() {
 			cands = append(cands, cand{filepath.Join(dir, ".pi", "facets", "MAIN.md"), Project})
 		}
 	}

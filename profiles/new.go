@@ -3,7 +3,8 @@ package profiles
 // This file writes new, valid sources for facets (facets new): a profile in
 // either form, a role file in the pi-herdr-agents format, and the JSON
 // Schema that scaffolded profiles point their "$schema" at. It never
-// overwrites a source.
+// overwrites a source, and inside a project it follows no symlink and opens
+// no special file: a cloned repository controls every path below it.
 
 import (
 	"encoding/json"
@@ -27,6 +28,10 @@ type Target struct {
 	FacetsDir string
 	// AgentsDir is <agentDir>/agents or <project>/.pi/agents.
 	AgentsDir string
+	// Root is the folder below which no symlink is followed: the project
+	// for ProjectTarget; empty for GlobalTarget, whose folders (and any
+	// dotfile links in them) are the user's own.
+	Root string
 }
 
 // GlobalTarget is the user's scope in Pi's agent dir.
@@ -36,7 +41,7 @@ func GlobalTarget(agentDir string) Target {
 
 // ProjectTarget is the scope of a project directory (the working directory).
 func ProjectTarget(dir string) Target {
-	return Target{FacetsDir: filepath.Join(dir, ".pi", "facets"), AgentsDir: filepath.Join(dir, ".pi", "agents")}
+	return Target{FacetsDir: filepath.Join(dir, ".pi", "facets"), AgentsDir: filepath.Join(dir, ".pi", "agents"), Root: dir}
 }
 
 // ErrInvalidName is the error NewProfile and NewRole wrap for a name that
@@ -79,29 +84,23 @@ func NewProfile(w Target, name string, legacy bool) ([]string, error) {
 		doc.Schema = "../" + SchemaFile
 		doc.Instructions = "TODO: how the " + name + " profile works and what it reports back."
 		p := filepath.Join(dir, name+".json")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("new profile %s: %w", name, err)
-		}
-		if err := createJSON(p, doc); err != nil {
+		if err := createJSON(w, p, doc); err != nil {
 			return nil, err
 		}
 		return []string{p}, nil
 	}
 	doc.Schema = "../../" + SchemaFile
 	pd := filepath.Join(dir, name)
-	if err := os.MkdirAll(filepath.Join(pd, "skills"), 0o755); err != nil {
-		return nil, fmt.Errorf("new profile %s: %w", name, err)
-	}
 	cfg := filepath.Join(pd, "config.json")
 	instr := filepath.Join(pd, "instructions.md")
 	keep := filepath.Join(pd, "skills", ".gitkeep")
-	if err := createJSON(cfg, doc); err != nil {
+	if err := createJSON(w, cfg, doc); err != nil {
 		return nil, err
 	}
-	if err := create(instr, []byte("# "+name+"\n\nTODO: how the "+name+" profile works and what it reports back to the Main.\n")); err != nil {
+	if err := create(w, instr, []byte("# "+name+"\n\nTODO: how the "+name+" profile works and what it reports back to the Main.\n")); err != nil {
 		return nil, err
 	}
-	if err := create(keep, nil); err != nil {
+	if err := create(w, keep, nil); err != nil {
 		return nil, err
 	}
 	return []string{cfg, instr, keep}, nil
@@ -113,9 +112,6 @@ func NewProfile(w Target, name string, legacy bool) ([]string, error) {
 func NewRole(w Target, name string) (string, error) {
 	if !ValidName(name) {
 		return "", fmt.Errorf("new role %q: %w", name, ErrInvalidName)
-	}
-	if err := os.MkdirAll(w.AgentsDir, 0o755); err != nil {
-		return "", fmt.Errorf("new role %s: %w", name, err)
 	}
 	p := filepath.Join(w.AgentsDir, name+".md")
 	text := strings.Join([]string{
@@ -131,7 +127,7 @@ func NewRole(w Target, name string) (string, error) {
 		"change, and what it reports back.",
 		"",
 	}, "\n")
-	if err := create(p, []byte(text)); err != nil {
+	if err := create(w, p, []byte(text)); err != nil {
 		return "", err
 	}
 	return p, nil
@@ -155,33 +151,41 @@ func EnsureSchema(w Target, schema func() ([]byte, error)) (string, error) {
 // InstallSchema writes b, the profile JSON Schema generated from the
 // embedded CUE schema, to w.FacetsDir/profile.schema.json, where scaffolded
 // profiles point "$schema", replacing an older copy, and returns its path.
+// The file is facets' own wherever it goes: a link there is replaced, not
+// written through, and a special file is refused unopened.
 func InstallSchema(w Target, b []byte) (string, error) {
-	if err := os.MkdirAll(w.FacetsDir, 0o755); err != nil {
-		return "", fmt.Errorf("install schema: %w", err)
+	root := w.Root
+	if root == "" {
+		if err := os.MkdirAll(w.FacetsDir, 0o755); err != nil {
+			return "", fmt.Errorf("install schema: %w", err)
+		}
+		root = w.FacetsDir
 	}
 	p := filepath.Join(w.FacetsDir, SchemaFile)
-	if err := safefile.WriteFileAtomic(p, b, 0o644); err != nil {
+	if err := safefile.WriteFileIn(root, p, b, 0o644); err != nil {
 		return "", fmt.Errorf("install schema: %w", err)
 	}
 	return p, nil
 }
 
-func createJSON(path string, v any) error {
+func createJSON(w Target, path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return create(path, append(b, '\n'))
+	return create(w, path, append(b, '\n'))
 }
 
-// create writes a new file and fails if anything exists at path.
-func create(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("%s already exists; not overwriting it", path)
+// create writes a new file, making its directories, and fails if anything
+// (a link included) exists at path; inside w.Root no link is followed.
+func create(w Target, path string, b []byte) error {
+	root := w.Root
+	if root == "" {
+		// The user's own folders: links in them are followed.
+		root = filepath.Dir(path)
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return safefile.WriteClose(f, path, b)
+	return safefile.CreateIn(root, path, b, 0o644)
 }

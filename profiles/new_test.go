@@ -5,9 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/safefile/safefiletest"
 	"github.com/facets-dev/facets/profiles"
 
 	cuelang "cuelang.org/go/cue"
@@ -98,4 +100,79 @@ func installSchema(t *testing.T, w profiles.Target) (string, error) {
 		t.Fatal(err)
 	}
 	return profiles.InstallSchema(w, append(b, '\n'))
+}
+
+// TestInstallSchemaNeverWritesThroughRepository: a cloned repository that
+// ships .pi/facets/profile.schema.json as a link to a file of the user's
+// gets the link replaced and the file untouched; a FIFO there is refused
+// instead of blocking the command, in either scope.
+func TestInstallSchemaNeverWritesThroughRepository(t *testing.T) {
+	project, home := t.TempDir(), t.TempDir()
+	bashrc := filepath.Join(home, ".bashrc")
+	os.WriteFile(bashrc, []byte("# mine\n"), 0o644)
+	w := profiles.ProjectTarget(project)
+	os.MkdirAll(w.FacetsDir, 0o755)
+	link := filepath.Join(w.FacetsDir, profiles.SchemaFile)
+	if err := os.Symlink(bashrc, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := installSchema(t, w); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(bashrc); string(b) != "# mine\n" {
+		t.Errorf("the link's target was overwritten: %.40q", b)
+	}
+	if fi, err := os.Lstat(link); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("the link was not replaced by the schema: %v %v", fi, err)
+	}
+	for _, w := range []profiles.Target{profiles.ProjectTarget(t.TempDir()), profiles.GlobalTarget(t.TempDir())} {
+		os.MkdirAll(w.FacetsDir, 0o755)
+		fifo := filepath.Join(w.FacetsDir, profiles.SchemaFile)
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		safefiletest.Within(t, func() { _, err = installSchema(t, w) })
+		if err == nil || !strings.Contains(err.Error(), "named pipe") {
+			t.Errorf("%s: install over a FIFO: err = %v", w.FacetsDir, err)
+		}
+	}
+}
+
+// TestNewNeverLeavesRepository: a project whose .pi/facets or .pi/agents
+// is a link to elsewhere gets no profile and no role: the files would land
+// outside the repository.
+func TestNewNeverLeavesRepository(t *testing.T) {
+	project, outside := t.TempDir(), t.TempDir()
+	os.Mkdir(filepath.Join(project, ".pi"), 0o755)
+	for _, d := range []string{"facets", "agents"} {
+		if err := os.Symlink(outside, filepath.Join(project, ".pi", d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := profiles.ProjectTarget(project)
+	for _, legacy := range []bool{false, true} {
+		if _, err := profiles.NewProfile(w, "demo", legacy); err == nil || !strings.Contains(err.Error(), "symlink") {
+			t.Errorf("legacy=%v: err = %v, want a symlink refusal", legacy, err)
+		}
+	}
+	if _, err := profiles.NewRole(w, "demo"); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("role: err = %v, want a symlink refusal", err)
+	}
+	if _, err := installSchema(t, w); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("schema: err = %v, want a symlink refusal", err)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("written outside the repository: %v", ents)
+	}
+	// A dangling link at a role's own path is not followed either.
+	p2 := t.TempDir()
+	os.MkdirAll(filepath.Join(p2, ".pi", "agents"), 0o755)
+	os.Symlink(filepath.Join(outside, "x.md"), filepath.Join(p2, ".pi", "agents", "demo.md"))
+	if _, err := profiles.NewRole(profiles.ProjectTarget(p2), "demo"); err == nil {
+		t.Error("role written through a dangling link")
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("written outside the repository: %v", ents)
+	}
 }

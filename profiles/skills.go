@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/facets-dev/facets/compiler/diag"
+	"github.com/facets-dev/facets/internal/safefile"
 )
 
 // Bounds of the private-skills walk, so a skills/ symlink to / or to a
@@ -31,10 +32,12 @@ const (
 // one problem, beyond MaxSkillDepth levels or MaxSkillEntries entries.
 // real resolves the profile directory's symlinks; nil resolves afresh.
 func PrivateSkills(profileDir, subject string, real *RealPaths) ([]string, []diag.Diagnostic) {
-	return privateSkills(profileDir, subject, real, MaxSkillDepth, MaxSkillEntries)
+	return privateSkills(profileDir, subject, real, MaxSkillDepth, MaxSkillEntries, stat)
 }
 
-func privateSkills(profileDir, subject string, real *RealPaths, maxDepth, maxEntries int) ([]string, []diag.Diagnostic) {
+// privateSkills is PrivateSkills with its bounds and its stat (which a
+// test replaces to model a case-insensitive file system) as parameters.
+func privateSkills(profileDir, subject string, real *RealPaths, maxDepth, maxEntries int, stat func(string, *syscall.Stat_t) error) ([]string, []diag.Diagnostic) {
 	root := filepath.Join(profileDir, "skills")
 	var skills []string
 	var probs []diag.Diagnostic
@@ -57,13 +60,12 @@ func privateSkills(profileDir, subject string, real *RealPaths, maxDepth, maxEnt
 	// every path component.
 	// resolved is dir with symlinks resolved, kept along the walk so that
 	// only symlinked entries cost an EvalSymlinks.
-	var visit func(dir, resolved string, fi os.FileInfo, isRoot bool)
-	visit = func(dir, resolved string, fi os.FileInfo, isRoot bool) {
+	var visit func(dir, resolved string, id fileID, isRoot bool)
+	visit = func(dir, resolved string, id fileID, isRoot bool) {
 		if stopped {
 			return
 		}
-		id, ok := idOf(fi)
-		if ok && visited[id] {
+		if visited[id] {
 			return
 		}
 		visited[id] = true
@@ -77,17 +79,22 @@ func privateSkills(profileDir, subject string, real *RealPaths, maxDepth, maxEnt
 				"flatten the skills directory or list deep skills explicitly in \"skills\"")
 			return
 		}
-		skill := filepath.Join(dir, "SKILL.md")
-		isSkill := func() bool { fi, err := os.Stat(skill); return err == nil && fi.Mode().IsRegular() }
+		skill := joinName(dir, "SKILL.md")
+		isSkill := func() bool {
+			var st syscall.Stat_t
+			return stat(skill, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG
+		}
 		// skills/ itself is rarely a skill and is listed anyway, so its
-		// listing, not a stat, says whether a SKILL.md is there; below it,
-		// one stat spares listing a skill's own files.
+		// listing says whether a SKILL.md may be there; below it, one stat
+		// spares listing a skill's own files. The listing only rules out:
+		// the stat decides, so on a case-insensitive file system a
+		// skill.md makes skills/ a skill, as it does for Pi.
 		if !isRoot && isSkill() {
 			skills = append(skills, skill)
 			return
 		}
 		des, err := os.ReadDir(dir)
-		if isRoot && err == nil && slices.ContainsFunc(des, func(de fs.DirEntry) bool { return de.Name() == "SKILL.md" }) && isSkill() {
+		if isRoot && err == nil && slices.ContainsFunc(des, func(de fs.DirEntry) bool { return strings.EqualFold(de.Name(), "SKILL.md") }) && isSkill() {
 			skills = append(skills, skill)
 			return
 		}
@@ -110,33 +117,46 @@ func privateSkills(profileDir, subject string, real *RealPaths, maxDepth, maxEnt
 					"keep skills/ small, or point it away from a large tree")
 				return
 			}
-			p := filepath.Join(dir, name)
-			fi, err := os.Stat(p)
-			if err != nil {
+			p := joinName(dir, name)
+			var st syscall.Stat_t
+			if err := stat(p, &st); err != nil {
 				probs = append(probs, diag.Diagnostic{Severity: diag.Error, File: p, Code: "unreadable-skills", Subject: subject,
 					Message: fmt.Sprintf("cannot stat skill entry: %v", unwrapPath(err)),
 					Hint:    "remove the broken entry or fix its target"})
 				continue
 			}
-			switch {
-			case fi.IsDir():
-				next := filepath.Join(resolved, name)
+			switch st.Mode & syscall.S_IFMT {
+			case syscall.S_IFDIR:
+				next := joinName(resolved, name)
 				if de.Type()&fs.ModeSymlink != 0 {
 					next = resolve(p)
 				}
-				visit(p, next, fi, false)
-			case isRoot && fi.Mode().IsRegular() && strings.HasSuffix(name, ".md"):
+				visit(p, next, idOfStat(&st), false)
+			case syscall.S_IFREG:
+				if !isRoot || !strings.HasSuffix(name, ".md") {
+					continue
+				}
 				skills = append(skills, p)
+			default:
+				// A FIFO, device or socket where a skill file would be
+				// (a link to /dev/zero included) is never read; say so
+				// rather than let the skill vanish from the launch.
+				if (isRoot && strings.HasSuffix(name, ".md")) || strings.EqualFold(name, "SKILL.md") {
+					probs = append(probs, diag.Diagnostic{Severity: diag.Error, File: p, Code: "unreadable-skills", Subject: subject,
+						Message: fmt.Sprintf("skill %s is %s, not a regular file; it is not loaded", p, safefile.Kind(modeOf(st.Mode))),
+						Hint:    "replace it with a regular Markdown file, or remove it"})
+				}
 			}
 		}
 	}
 	// Lstat first: only a symlinked skills/ needs its own resolution; a
 	// plain one lies in the profile directory, whose ancestors real has
 	// usually resolved already for a sibling profile.
-	fi, err := os.Lstat(root)
+	var st syscall.Stat_t
+	err := lstat(root, &st)
 	var resolved string
-	if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		fi, err = os.Stat(root)
+	if err == nil && st.Mode&syscall.S_IFMT == syscall.S_IFLNK {
+		err = stat(root, &st)
 		resolved = resolve(root)
 	} else if err == nil {
 		if real == nil {
@@ -152,7 +172,7 @@ func privateSkills(profileDir, subject string, real *RealPaths, maxDepth, maxEnt
 			Message: fmt.Sprintf("cannot resolve skills directory: %v", unwrapPath(err)),
 			Hint:    "remove the broken symlink or fix its target"}}
 	}
-	visit(root, resolved, fi, true)
+	visit(root, resolved, idOfStat(&st), true)
 	return skills, probs
 }
 
@@ -231,12 +251,16 @@ func IsNamedSkill(ref string) bool {
 // profile file), regardless of trust. Each candidate matches as a file, a
 // directory with SKILL.md, or the same with ".md" appended.
 func ResolveSkill(ref, baseDir string, env Env, trusted bool) (string, bool) {
-	ref = expandHome(ref, env.Home)
+	if !env.ProjectOnly {
+		ref = expandHome(ref, env.Home) // a repository judged alone has no home
+	}
 	var cands []string
 	if IsNamedSkill(ref) {
-		cands = append(cands, filepath.Join(env.AgentDir, "skills", ref), filepath.Join(env.Home, ".agents", "skills", ref))
+		if !env.ProjectOnly {
+			cands = append(cands, filepath.Join(env.AgentDir, "skills", ref), filepath.Join(env.Home, ".agents", "skills", ref))
+		}
 		if trusted {
-			up := Ancestors(env.Cwd)
+			up := env.ProjectDirs()
 			for i := len(up) - 1; i >= 0; i-- {
 				cands = append(cands, filepath.Join(up[i], ".pi", "skills", ref), filepath.Join(up[i], ".agents", "skills", ref))
 			}
@@ -319,7 +343,53 @@ func idOf(fi os.FileInfo) (fileID, bool) {
 	if !ok {
 		return fileID{}, false
 	}
-	return fileID{dev: uint64(st.Dev), ino: st.Ino}, true
+	return idOfStat(st), true
+}
+
+// joinName is filepath.Join(dir, name) for a clean dir and a name from a
+// directory listing (no separator, never . or ..), without Join's Clean
+// pass, which the walk would otherwise pay for every entry.
+func joinName(dir, name string) string {
+	if strings.HasSuffix(dir, string(filepath.Separator)) {
+		return dir + name
+	}
+	return dir + string(filepath.Separator) + name
+}
+
+func idOfStat(st *syscall.Stat_t) fileID { return fileID{dev: uint64(st.Dev), ino: st.Ino} }
+
+// stat and lstat fill st on the caller's stack, retrying on EINTR as
+// os.Stat does; os.Stat would allocate a FileInfo for every entry of the
+// walk, thousands in a large setup.
+func stat(p string, st *syscall.Stat_t) error {
+	return retryEINTR(func() error { return syscall.Stat(p, st) })
+}
+
+func lstat(p string, st *syscall.Stat_t) error {
+	return retryEINTR(func() error { return syscall.Lstat(p, st) })
+}
+
+func retryEINTR(call func() error) error {
+	for {
+		if err := call(); err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
+// modeOf is the fs.FileMode type bits of a stat mode, for safefile.Kind.
+func modeOf(m uint32) fs.FileMode {
+	switch m & syscall.S_IFMT {
+	case syscall.S_IFIFO:
+		return fs.ModeNamedPipe
+	case syscall.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case syscall.S_IFBLK:
+		return fs.ModeDevice
+	case syscall.S_IFSOCK:
+		return fs.ModeSocket
+	}
+	return fs.ModeIrregular
 }
 
 // maxSkillNames bounds how many entries SkillNames reads from each skills

@@ -20,13 +20,15 @@ func newCheckCmd(a *app) *cobra.Command {
 		Long: `check discovers everything a Main Pi started in --cwd would load, validates
 it against the embedded CUE schema and prints every diagnostic. It is silent
 when there is nothing to report. With profile names, only those profiles and
-their diagnostics are checked.
+their diagnostics are checked. With --project-only it judges the
+repository alone (for CI and pre-commit): the developer's agent dir, home,
+role packs and bundled roles are not read, and the project is trusted.
 
 Exit status: 0 clean, 1 error diagnostics (or warnings with --strict),
 2 usage (flags, arguments, a missing --cwd or --agent-dir),
 3 I/O failure.`,
 		Example: `  facets check
-  facets check --format github --strict
+  facets check --project-only --strict --format github
   facets check -C project/service --agent-dir ~/.pi/agent reviewer`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkNames(args); err != nil {
@@ -40,7 +42,9 @@ Exit status: 0 clean, 1 error diagnostics (or warnings with --strict),
 		},
 	}
 	src.register(a, cmd)
+	src.registerProjectOnly(cmd)
 	rep.register(cmd)
+	cmd.ValidArgsFunction = src.completeNames(nil)
 	return cmd
 }
 

@@ -44,7 +44,7 @@ or unknown name reports its own diagnostic and writes nothing.`,
 				if _, err := a.stdout.Write(b); err != nil {
 					return err
 				}
-			} else if err := safefile.WriteFileAtomic(out, b, 0o644); err != nil {
+			} else if err := safefile.WriteNamed(out, b, 0o644); err != nil {
 				return err
 			}
 			return diagnosed(failed)
@@ -52,6 +52,7 @@ or unknown name reports its own diagnostic and writes nothing.`,
 	}
 	src.register(a, cmd)
 	rep.register(cmd)
-	cmd.Flags().StringVarP(&out, "out", "o", "", "write the manifest to this file atomically (default stdout)")
+	cmd.ValidArgsFunction = src.completeNames(nil)
+	cmd.Flags().StringVarP(&out, "out", "o", "", "write the manifest to this file atomically (default stdout); inside a Git work tree no symlink is followed")
 	return cmd
 }

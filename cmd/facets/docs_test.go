@@ -122,6 +122,7 @@ func TestDocsCatchesBreakage(t *testing.T) {
 // docsRun is one sandbox the runnable blocks run in, and what they found.
 type docsRun struct {
 	t       *testing.T
+	root    string // the module root
 	sandbox string // the working directory each file starts in
 	home    string
 	facets  string // the facets executable (this test binary, see TestMain)
@@ -143,10 +144,13 @@ func newDocsRun(t *testing.T, root string) *docsRun {
 		t.Fatal(err)
 	}
 	home := t.TempDir()
-	return &docsRun{t: t, sandbox: sandbox, home: home, facets: facets, headings: map[string][]string{}}
+	return &docsRun{t: t, root: root, sandbox: sandbox, home: home, facets: facets, headings: map[string][]string{}}
 }
 
 func (r *docsRun) problem(file string, line int, format string, args ...any) {
+	if rel, err := filepath.Rel(r.root, file); err == nil && !strings.HasPrefix(rel, "..") {
+		file = rel
+	}
 	r.problems = append(r.problems, fmt.Sprintf("%s:%d: %s", file, line, fmt.Sprintf(format, args...)))
 }
 

@@ -52,11 +52,7 @@ or has no usable definition, 2 usage, 3 I/O failure.`,
 				r, err = compiler.ExplainRole(schema, opts, args[0])
 			} else {
 				if bridge == "" {
-					dir, derr := pibridge.DefaultDir(opts.Env.AgentDir)
-					if derr != nil {
-						return derr
-					}
-					bridge = filepath.Join(dir, pibridge.ExtensionFile)
+					bridge = filepath.Join(pibridge.DefaultDir(opts.Env.AgentDir), pibridge.ExtensionFile)
 				}
 				r, err = compiler.ExplainProfile(schema, opts, args[0], launch.SubArgv(bridge, launch.HerdrAgentState(opts.Env.AgentDir)))
 			}
@@ -72,6 +68,8 @@ or has no usable definition, 2 usage, 3 I/O failure.`,
 	src.register(a, cmd)
 	cmd.Flags().BoolVar(&role, "role", false, "explain a role instead of a profile")
 	cmd.Flags().StringVar(&format, "format", compiler.FormatText, "output format: text or json")
+	completeValues(cmd, "format", compiler.FormatText, compiler.FormatJSON)
+	cmd.ValidArgsFunction = src.completeNames(func() bool { return role })
 	cmd.Flags().StringVar(&bridge, "bridge", a.getenv(envvar.PiBridge), "the Facets Pi extension a Sub loads (default $"+envvar.PiBridge+", else <agentDir>/extensions/facets/index.ts)")
 	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -79,7 +80,7 @@ JSON lines on stdin/stdout, for the life of the Pi process).`,
 				fmt.Fprintf(a.stderr, "facets: %s is a temporary go run binary; the extension will run \"facets\" from PATH\n", bin)
 				bin = ""
 			}
-			path, err := pibridge.Write(d, pibridge.Config{FacetsBin: bin})
+			path, err := pibridge.Write(d, pibridge.Config{FacetsBin: bin, FacetsVersion: facetsVersion()})
 			if err != nil {
 				return err
 			}
@@ -95,29 +96,36 @@ func extensionDir(a *app, dir, agentDir string) (string, error) {
 	if dir != "" {
 		return filepath.Abs(dir)
 	}
-	// Resolved here so the agent dir comes from the app's environment;
-	// DefaultDir reads no variable when given one.
+	// Resolved here so the agent dir comes from the app's environment.
 	resolved, err := profiles.AgentDir(agentDir, a.getenv, a.home())
 	if err != nil {
 		return "", fmt.Errorf("locate Pi agent dir: %w", err)
 	}
-	return pibridge.DefaultDir(resolved)
+	return pibridge.DefaultDir(resolved), nil
 }
 
 // newPiPlanCmd is the extension's startup call; it always prints a plan so
 // the extension can show the error inside Pi.
 func newPiPlanCmd(a *app) *cobra.Command {
 	src := sourceFlags{noDigests: true}
-	var role, profile, manifest string
+	var role, profile, manifest, extVersion string
+	var protocol int
 	cmd := &cobra.Command{
-		Use:    "plan --role main|sub [--profile NAME]",
+		Use:    "plan --role main|sub [--profile NAME] [--protocol N --extension-version V]",
 		Short:  "Print the startup plan the Pi extension applies (JSON)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var plan pibridge.Plan
-			switch role {
-			case "main":
+			bin := thisBinary()
+			if role != "main" && role != "sub" {
+				return usageError{fmt.Errorf("unknown --role %q (want main or sub)", role)}
+			}
+			msg := pibridge.Mismatch(pibridge.Peer{Protocol: protocol, Version: extVersion}, bin)
+			switch {
+			case msg != "":
+				plan = pibridge.MismatchPlan(role, profile, msg)
+			case role == "main":
 				m, ds, warning, err := mainManifest(&src, manifest)
 				if err != nil {
 					plan = pibridge.Plan{Role: "main", Error: err.Error()}
@@ -127,7 +135,7 @@ func newPiPlanCmd(a *app) *cobra.Command {
 				if warning != "" {
 					plan.Warnings = append(plan.Warnings, warning)
 				}
-			case "sub":
+			default:
 				c, err := openSubChannel(a)
 				if err != nil {
 					plan = pibridge.Plan{Role: "sub", Error: err.Error()}
@@ -138,9 +146,8 @@ func newPiPlanCmd(a *app) *cobra.Command {
 					plan.Kickoff, plan.Task = launch.KickoffPrompt, c.Manifest().Task
 				}
 				c.Close()
-			default:
-				return usageError{fmt.Errorf("unknown --role %q (want main or sub)", role)}
 			}
+			plan.Protocol, plan.Facets = pibridge.Protocol, bin.Version
 			enc := json.NewEncoder(a.stdout)
 			enc.SetEscapeHTML(false)
 			return enc.Encode(plan)
@@ -150,7 +157,24 @@ func newPiPlanCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&role, "role", "main", "main or sub")
 	cmd.Flags().StringVar(&profile, "profile", "", "startup profile of a Main (pi --profile)")
 	cmd.Flags().StringVar(&manifest, "manifest", a.getenv(envvar.Manifest), "frozen manifest from facets compile --out (default $"+envvar.Manifest+"; if unset, compile the sources now)")
+	handshakeFlags(cmd, &protocol)
+	cmd.Flags().StringVar(&extVersion, "extension-version", "", "build version of the facets that installed the extension (the handshake)")
 	return cmd
+}
+
+// handshakeFlags registers --protocol: the extension's pibridge.Protocol.
+// An extension from before the handshake passes none, which is protocol 1.
+func handshakeFlags(cmd *cobra.Command, protocol *int) {
+	cmd.Flags().IntVar(protocol, "protocol", 1, "protocol of the calling Pi extension (the handshake)")
+}
+
+// self is this binary's side of the handshake.
+func thisBinary() pibridge.Peer {
+	bin, err := os.Executable()
+	if err != nil {
+		bin = ""
+	}
+	return pibridge.Peer{Protocol: pibridge.Protocol, Version: facetsVersion(), Path: bin}
 }
 
 // mainManifest is the Main's catalog: the frozen manifest when one is
@@ -180,12 +204,17 @@ func mainManifest(src *sourceFlags, frozen string) (*manifest.Manifest, []compil
 // on stdin/stdout and exits when stdin closes (i.e. when Pi exits).
 func newPiServeCmd(a *app) *cobra.Command {
 	var role, mainSession string
+	var protocol int
 	cmd := &cobra.Command{
-		Use:    "serve --role main|sub [--main-session ID]",
+		Use:    "serve --role main|sub [--main-session ID] [--protocol N]",
 		Short:  "Run the delivery server of one Pi process (JSON lines on stdin/stdout)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if protocol != pibridge.Protocol {
+				// The plan has told this extension why Facets is off.
+				return pibridge.Drain(a.stdin)
+			}
 			opts := pibridge.ServeOptions{Role: role, Root: channel.RuntimeRoot(a.getenv), MainSession: mainSession}
 			if role == "sub" {
 				dir, token, err := subChannelEnv(a)
@@ -199,6 +228,7 @@ func newPiServeCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&role, "role", "main", "main or sub")
 	cmd.Flags().StringVar(&mainSession, "main-session", "", "Pi session id of the Main (role main)")
+	handshakeFlags(cmd, &protocol)
 	return cmd
 }
 
@@ -230,3 +260,6 @@ func openSubChannel(a *app) (*channel.Channel, error) {
 	}
 	return c, nil
 }
+
+// facetsVersion is this binary's build version, for the handshake.
+func facetsVersion() string { return buildVersion(version, debug.ReadBuildInfo) }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -39,8 +40,13 @@ func TestPiExtensionPathAndInstall(t *testing.T) {
 		t.Fatalf("install = %d %q %q", code, out, errs)
 	}
 	got, err := os.ReadFile(want)
-	if err != nil || !bytes.Equal(got, pibridge.Source()) {
-		t.Fatalf("installed extension differs from the embedded one (%v)", err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The embedded extension is the file in the tree.
+	source, err := os.ReadFile("../../runtime/pibridge/extension/index.ts")
+	if err != nil || !bytes.Equal(got, source) {
+		t.Fatalf("installed extension differs from runtime/pibridge/extension/index.ts (%v)", err)
 	}
 	var cfg pibridge.Config
 	data, err := os.ReadFile(filepath.Join(agent, "extensions", "facets", pibridge.ConfigFile))
@@ -56,6 +62,9 @@ func TestPiExtensionPathAndInstall(t *testing.T) {
 		}
 	} else if !filepath.IsAbs(cfg.FacetsBin) {
 		t.Errorf("bridge config = %s, want an absolute facetsBin", data)
+	}
+	if cfg.FacetsVersion != facetsVersion() {
+		t.Errorf("bridge config = %s, want facetsVersion %q", data, facetsVersion())
 	}
 
 	dir := filepath.Join(t.TempDir(), "ext")
@@ -78,7 +87,7 @@ func TestPiExtensionPlan(t *testing.T) {
 	if err := os.WriteFile(p, []byte(`{"version":1,"name":"reviewer","tools":["read"],"model":"mock/m","instructions":"Only read."}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errs := runPiCLI(t, env, "pi-extension", "plan", "--role", "main", "-C", t.TempDir(), "--no-trust", "--profile", "reviewer")
+	code, out, errs := runPiCLI(t, env, "pi-extension", "plan", "--protocol", strconv.Itoa(pibridge.Protocol), "--role", "main", "-C", t.TempDir(), "--no-trust", "--profile", "reviewer")
 	if code != 0 {
 		t.Fatalf("plan = %d %s", code, errs)
 	}
@@ -90,12 +99,48 @@ func TestPiExtensionPlan(t *testing.T) {
 		t.Errorf("plan = %+v", plan)
 	}
 
-	code, out, _ = runPiCLI(t, env, "pi-extension", "plan", "--role", "sub")
+	code, out, _ = runPiCLI(t, env, "pi-extension", "plan", "--protocol", strconv.Itoa(pibridge.Protocol), "--role", "sub")
 	if code != 0 || !strings.Contains(out, `"error":"PI_FACETS_CHANNEL is missing in Sub Pi."`) {
 		t.Errorf("sub plan without a channel = %d %s", code, out)
 	}
-	if code, _, _ := runPiCLI(t, env, "pi-extension", "plan", "--role", "boss"); code != exitUsage {
+	if code, _, _ := runPiCLI(t, env, "pi-extension", "plan", "--protocol", strconv.Itoa(pibridge.Protocol), "--role", "boss"); code != exitUsage {
 		t.Errorf("plan --role boss exit = %d, want %d", code, exitUsage)
+	}
+	if plan.Protocol != pibridge.Protocol || plan.Facets != facetsVersion() || plan.Mismatch != "" {
+		t.Errorf("plan handshake = protocol %d facets %q mismatch %q, want %d %q and none", plan.Protocol, plan.Facets, plan.Mismatch, pibridge.Protocol, facetsVersion())
+	}
+}
+
+// TestPiExtensionPlanHandshake: an extension of another protocol (none
+// given is protocol 1, every extension from before the handshake) gets the
+// mismatch plan naming both versions, as an error with --profile and as a
+// warning without; serve of another protocol answers nothing.
+func TestPiExtensionPlanHandshake(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{envvar.AgentDir: t.TempDir()}
+	for _, tc := range []struct {
+		args      []string
+		wantError bool
+		want      string
+	}{
+		{[]string{"--profile", "reviewer"}, true, "(protocol 1, installed before the version handshake)"},
+		{nil, false, "(protocol 1, installed before the version handshake)"},
+		{[]string{"--protocol", "99", "--extension-version", "9.9.9"}, false, "(protocol 99, installed by facets 9.9.9)"},
+	} {
+		code, out, errs := runPiCLI(t, env, append([]string{"pi-extension", "plan", "--role", "main", "--no-trust"}, tc.args...)...)
+		var plan pibridge.Plan
+		if code != 0 || json.Unmarshal([]byte(out), &plan) != nil {
+			t.Fatalf("plan %q = %d %s %s", tc.args, code, out, errs)
+		}
+		want := "does not match the facets binary (protocol " + strconv.Itoa(pibridge.Protocol) + ", facets " + facetsVersion() + " at "
+		if !strings.Contains(plan.Mismatch, tc.want) || !strings.Contains(plan.Mismatch, want) || !strings.Contains(plan.Mismatch, "`facets pi-extension install`") ||
+			(plan.Error != "") != tc.wantError || (len(plan.Warnings) == 1) == tc.wantError || len(plan.Tools) > 0 {
+			t.Errorf("plan %q = %+v, want the mismatch %q as error=%v", tc.args, plan, tc.want, tc.wantError)
+		}
+	}
+	code, out, errs := runApp(t, env, `{"op":"sync","id":1}`+"\n", "pi-extension", "serve", "--role", "main", "--main-session", "m1")
+	if code != 0 || out != "" {
+		t.Errorf("serve without --protocol = %d %q %q, want a silent exit 0", code, out, errs)
 	}
 }
 
@@ -106,7 +151,7 @@ func TestSubPlanCarriesTheTask(t *testing.T) {
 	t.Parallel()
 	c := newCLIChannel(t)
 	env := map[string]string{envvar.Channel: c.Dir(), envvar.TokenFile: tokenFile(t, c.Manifest().Token)}
-	code, out, errs := runPiCLI(t, env, "pi-extension", "plan", "--role", "sub")
+	code, out, errs := runPiCLI(t, env, "pi-extension", "plan", "--protocol", strconv.Itoa(pibridge.Protocol), "--role", "sub")
 	if code != 0 {
 		t.Fatalf("plan = %d %s", code, errs)
 	}

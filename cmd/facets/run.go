@@ -45,6 +45,7 @@ func (f *runFlags) register(a *app, cmd *cobra.Command) {
 	fl.StringVar(&f.runtimeDir, "runtime-dir", "", "channel root (default $XDG_RUNTIME_DIR/pi-facets-<uid>)")
 	fl.StringVar(&f.agentDir, "agent-dir", "", "Pi agent dir (default $PI_CODING_AGENT_DIR or ~/.pi/agent)")
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")
+	completeValues(cmd, "format", "text", "json")
 	fl.StringVar(&f.herdrBin, "herdr-bin", a.getenv(envvar.HerdrBin), "the herdr executable (default $"+envvar.HerdrBin+", else $"+envvar.HerdrBinPath+", which Herdr sets in its panes, else herdr on PATH)")
 }
 

@@ -77,5 +77,6 @@ validation. --cue prints the CUE source instead.`,
 	sf.register(cmd)
 	cmd.MarkFlagsMutuallyExclusive("install", "cue")
 	cmd.Flags().StringVar(&def, "def", "profile", "definition to render: profile (config.json), role (frontmatter) or manifest")
+	completeValues(cmd, "def", "profile", "role", "manifest")
 	return cmd
 }

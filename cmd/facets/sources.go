@@ -24,6 +24,8 @@ type sourceFlags struct {
 	bundledRoles string
 	getenv       func(string) string
 	home         string
+	// projectOnly is check's --project-only (profiles.Env.ProjectOnly).
+	projectOnly bool
 	// noDigests is set by check, which discards the manifest, and by the
 	// Pi startup plan, which reads no digest (compiler.Options.NoDigests).
 	noDigests bool
@@ -39,6 +41,15 @@ func (f *sourceFlags) register(a *app, cmd *cobra.Command) {
 	fl.StringArrayVar(&f.rolePacks, "role-pack", nil, "absolute path of a registered role pack (.md file or directory); repeatable; adds to $"+envvar.RolePacks)
 	fl.StringVar(&f.bundledRoles, "bundled-roles", "", "directory of the host package's bundled roles (default $"+envvar.BundledRoles+")")
 	cmd.MarkFlagsMutuallyExclusive("trust", "no-trust")
+}
+
+// registerProjectOnly adds check's --project-only, which ignores what the
+// other source flags name outside the repository, so it excludes them.
+func (f *sourceFlags) registerProjectOnly(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&f.projectOnly, "project-only", false, "judge the repository alone, as CI and pre-commit do: only the .pi scopes from the repository root (the nearest .git) down to --cwd, trusted; no agent dir, home, role packs or bundled roles")
+	for _, other := range []string{"no-trust", "agent-dir", "role-pack", "bundled-roles"} {
+		cmd.MarkFlagsMutuallyExclusive("project-only", other)
+	}
 }
 
 // options turns the flags and environment into compiler options.
@@ -68,6 +79,11 @@ func (f *sourceFlags) options() (compiler.Options, error) {
 		opts.BundledRoles = f.getenv(envvar.BundledRoles)
 	}
 	switch {
+	case f.projectOnly:
+		// The repository's own files are what is judged: trusted.
+		opts.Env = env.ProjectOnlyEnv()
+		t := true
+		opts.TrustFlag = &t
 	case f.trust:
 		t := true
 		opts.TrustFlag = &t
@@ -100,11 +116,14 @@ func (f *sourceFlags) compile(names []string) (*manifest.Manifest, []compiler.Di
 type reportFlags struct {
 	format string
 	strict bool
+	// getenv reads $GITHUB_WORKSPACE for --format github.
+	getenv func(string) string
 }
 
 func (r *reportFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&r.format, "format", compiler.FormatText, "diagnostic format: text, json or github")
 	cmd.Flags().BoolVar(&r.strict, "strict", false, "treat warnings as errors")
+	completeValues(cmd, "format", compiler.FormatText, compiler.FormatJSON, compiler.FormatGitHub)
 }
 
 // report applies --strict to ds and prints them to w in --format, relative
@@ -116,6 +135,9 @@ func (r *reportFlags) report(w io.Writer, base string, ds []compiler.Diagnostic,
 	}
 	if len(ds) == 0 && !always {
 		return ds, nil
+	}
+	if r.format == compiler.FormatGitHub {
+		base = compiler.GitHubBase(r.getenv(envvar.GitHubWorkspace), base)
 	}
 	return ds, compiler.WriteDiagnostics(w, r.format, base, ds)
 }
@@ -131,6 +153,7 @@ func (r *reportFlags) compile(src *sourceFlags, names []string, w io.Writer, alw
 	if err != nil {
 		return nil, false, err
 	}
+	r.getenv = src.getenv
 	if ds, err = r.report(w, opts.Env.Cwd, ds, always); err != nil {
 		return nil, false, err
 	}

@@ -37,6 +37,7 @@ malformed manifest.`,
 			if err := rep.validate(); err != nil {
 				return err
 			}
+			rep.getenv = a.getenv
 			home, _ := os.UserHomeDir()
 			opts := compiler.Options{BundledRoles: bundledRoles}
 			opts.Env.Home = home
@@ -63,6 +64,7 @@ malformed manifest.`,
 		},
 	}
 	cmd.Flags().StringVar(&rep.format, "format", compiler.FormatText, "diagnostic format: text, json or github")
+	completeValues(cmd, "format", compiler.FormatText, compiler.FormatJSON, compiler.FormatGitHub)
 	cmd.Flags().StringArrayVar(&rolePacks, "role-pack", nil, "absolute path of a role pack the manifest was compiled with; repeatable; adds to $"+envvar.RolePacks)
 	cmd.Flags().StringVar(&bundledRoles, "bundled-roles", "", "bundled roles directory the manifest was compiled with (default $"+envvar.BundledRoles+")")
 	return cmd

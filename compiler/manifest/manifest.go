@@ -66,6 +66,20 @@ func (p Profile) Summary() string {
 	return line
 }
 
+// MainOnlyTools are the tools the Facets Pi extension registers in a Main
+// only (runtime/pibridge.MainTools less talk, which a Sub has too): a Sub
+// started from a profile that lists one cannot start.
+func MainOnlyTools(tools []string) []string {
+	var out []string
+	for _, t := range tools {
+		switch t {
+		case "delegate", "list_sub", "close_sub", "interrupt_sub":
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // UnknownProfileMessage is the message for a profile name that is not in
 // the catalog ps: the name and every available name, so the user (or the
 // model) can pick a valid one without listing profiles first.

@@ -106,4 +106,8 @@ const (
 	// by the Herdr adapter, which records it in each run to confirm
 	// ownership of a tab later.
 	HerdrSession = "HERDR_SESSION"
+	// GitHubWorkspace is the checkout directory of a GitHub Actions job.
+	// Set by GitHub Actions; read by --format github (check, compile,
+	// verify), whose file= paths GitHub resolves against it.
+	GitHubWorkspace = "GITHUB_WORKSPACE"
 )

@@ -9,6 +9,12 @@ package fakectl
 type Control struct {
 	// Version printed by --version and reported by status server.
 	Version string `json:"version,omitempty"`
+	// Protocol is the wire protocol status server reports (default 20, the
+	// protocol of Herdr 0.8.2; 0.9.0 speaks 22).
+	Protocol int `json:"protocol,omitempty"`
+	// ExtraFields adds fields this Facets does not know to every answer
+	// object, as a newer Herdr would.
+	ExtraFields bool `json:"extra_fields,omitempty"`
 	// Server is "running" (default), "not_running" or "incompatible".
 	Server string `json:"server,omitempty"`
 	// Fail makes a command ("tab create", "agent start", ...) fail.
@@ -30,7 +36,9 @@ type Control struct {
 	// it is interactive_ready (real Herdr: at least its 3 s settle delay).
 	StartDelayMS int `json:"start_delay_ms,omitempty"`
 	// Startup is how the agent's startup ends: "" (ready), "blocked" (a
-	// startup dialog: agent_not_ready) or "exit" (agent_start_failed).
+	// startup dialog: agent_not_ready), "exit" (agent_start_failed) or
+	// "pending" (Herdr issue 3853: idle but launch_pending for ever, so
+	// agent start ends in timeout).
 	Startup string `json:"startup,omitempty"`
 	// PromptSubmitMS is the delay between agent prompt's answer and the
 	// Enter that makes the agent working (Herdr's
@@ -62,15 +70,20 @@ type Failure struct {
 // State is the fake's state.json: every workspace, tab and pane, and the
 // agent started in each pane.
 type State struct {
-	Workspaces   map[string]*Workspace `json:"workspaces"`
-	Tabs         map[string]*Tab       `json:"tabs"`
-	Panes        map[string]*Pane      `json:"panes"`
-	NextTerminal int                   `json:"next_terminal"`
+	Workspaces map[string]*Workspace `json:"workspaces"`
+	// NextWorkspace numbers the next workspace id; ActiveWorkspace is the
+	// focused one.
+	NextWorkspace   int              `json:"next_workspace"`
+	ActiveWorkspace string           `json:"active_workspace,omitempty"`
+	Tabs            map[string]*Tab  `json:"tabs"`
+	Panes           map[string]*Pane `json:"panes"`
+	NextTerminal    int              `json:"next_terminal"`
 }
 
 // Workspace is a Herdr workspace and the numbers of its next tab and pane.
 type Workspace struct {
 	ID       string `json:"id"`
+	Label    string `json:"label,omitempty"`
 	NextTab  int    `json:"next_tab"`
 	NextPane int    `json:"next_pane"`
 }
@@ -120,6 +133,12 @@ type Agent struct {
 	TurnEndsAt int64 `json:"turn_ends_at,omitempty"`
 	// Exited is an agent whose process ended while its tab stayed open.
 	Exited bool `json:"exited,omitempty"`
+	// Stuck is a launch that settled idle but stays launch_pending
+	// (control Startup "pending", Herdr issue 3853).
+	Stuck bool `json:"stuck,omitempty"`
+	// Reported is an agent that only a pane report-agent made known: no
+	// agent process runs in the pane (the shell is in the foreground).
+	Reported bool `json:"reported,omitempty"`
 }
 
 // Pending reports whether the agent is still launch_pending at now.

@@ -15,7 +15,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -69,6 +71,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 70
 	}
 	command := commandName(args)
+	if len(args) > 0 && args[0] == "server" {
+		return serverCommand(dir, args[1:], stderr)
+	}
 	for _, h := range ctl.Hang {
 		if h == command {
 			marker := filepath.Join(dir, "hanging-"+strings.ReplaceAll(command, " ", "_"))
@@ -104,14 +109,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		if failing && cerr == nil {
-			writeOutput(stdout, id, out, ctl.Malformed[command])
+			writeOutput(stdout, id, out, ctl.Malformed[command], ctl.ExtraFields)
 			out, cerr = nil, injected(f)
 		}
 	}
 	if cerr != nil {
-		if cerr.exit == 2 {
+		if cerr.exit == 2 || cerr.code == "" {
 			fmt.Fprintln(stderr, cerr.message)
-			return 2
+			return cerr.exit
 		}
 		type errorBody struct {
 			Code    string `json:"code"`
@@ -124,7 +129,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, string(line))
 		return cerr.exit
 	}
-	writeOutput(stdout, id, out, ctl.Malformed[command])
+	writeOutput(stdout, id, out, ctl.Malformed[command], ctl.ExtraFields)
 	return 0
 }
 
@@ -159,12 +164,16 @@ func advance(st *fakectl.State, ctl fakectl.Control, now int64) {
 		if a == nil || a.Exited {
 			continue
 		}
-		if a.Status == "starting" && !a.Pending(now) {
+		if a.Status == "starting" && !a.Stuck && !a.Pending(now) {
 			switch ctl.Startup {
 			case "blocked":
 				a.Status = "blocked"
 			case "exit":
 				a.Exited = true
+			case "pending":
+				// Idle by Pi's own lifecycle report, yet Herdr never
+				// clears the managed launch (issue 3853).
+				a.Stuck = true
 			default:
 				a.Status = "idle"
 			}
@@ -217,12 +226,20 @@ func cliID(args []string) string {
 	if len(args) < 2 {
 		return "cli:request"
 	}
+	switch args[0] + " " + args[1] {
+	case "pane report-metadata", "pane report-agent":
+		// Commands that print nothing on success send their request as
+		// cli:request (send_ok_request in src/cli.rs).
+		return "cli:request"
+	case "pane process-info":
+		return "cli:pane:process_info"
+	}
 	return "cli:" + args[0] + ":" + args[1]
 }
 
 // writeOutput prints the success output: raw strings as they are, values as
 // one compact {"id","result"} line, optionally broken as the control asks.
-func writeOutput(w io.Writer, id string, out any, malformed string) {
+func writeOutput(w io.Writer, id string, out any, malformed string, extra bool) {
 	if out == nil {
 		return
 	}
@@ -232,8 +249,14 @@ func writeOutput(w io.Writer, id string, out any, malformed string) {
 		line = []byte(v)
 	case plainJSON:
 		line, _ = json.Marshal(v.value)
+		if extra {
+			line, _ = json.Marshal(withExtraFields(v.value))
+		}
 		line = append(line, '\n')
 	default:
+		if extra {
+			out = withExtraFields(out)
+		}
 		line, _ = json.Marshal(struct {
 			ID     string `json:"id"`
 			Result any    `json:"result"`
@@ -285,6 +308,40 @@ func mutate(line []byte, how string) []byte {
 	return append(out, '\n')
 }
 
+// withExtraFields returns v as generic JSON with an unknown field added to
+// every object, as a newer Herdr's answers may carry.
+func withExtraFields(v any) any {
+	if _, ok := v.(rawText); ok {
+		return v
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var generic any
+	if json.Unmarshal(data, &generic) != nil {
+		return v
+	}
+	var add func(any)
+	add = func(x any) {
+		switch x := x.(type) {
+		case map[string]any:
+			for k, child := range x {
+				if k != "tokens" && k != "state_labels" { // maps of strings, not records
+					add(child)
+				}
+			}
+			x["x_newer_herdr"] = map[string]any{"since": "0.9.0", "values": []any{1, "two"}}
+		case []any:
+			for _, child := range x {
+				add(child)
+			}
+		}
+	}
+	add(generic)
+	return generic
+}
+
 // rawText is output printed verbatim (herdr --version, text status).
 type rawText string
 
@@ -312,11 +369,11 @@ func dispatch(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliE
 	if len(args) < 2 {
 		return nil, usage("herdr %s commands: ...", args[0])
 	}
-	switch ctl.Server {
-	case "not_running":
+	switch {
+	case ctl.Server == "not_running" || !serverAnswers():
 		return nil, serverErr("server_not_running", "no herdr server is running at %s; run `herdr` to start or attach it", socketPath())
-	case "incompatible":
-		return nil, serverErr("protocol_mismatch", "herdr server protocol %d does not match client protocol %d", protocol-1, protocol)
+	case ctl.Server == "incompatible":
+		return nil, serverErr("protocol_mismatch", "herdr server protocol %d does not match client protocol %d", wireProtocol(ctl)-1, wireProtocol(ctl))
 	}
 	rest := args[2:]
 	switch args[0] + " " + args[1] {
@@ -332,14 +389,130 @@ func dispatch(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliE
 		return agentPrompt(rest, st, ctl)
 	case "agent get":
 		return agentGet(rest, st, ctl)
+	case "agent list":
+		return agentList(rest, st, ctl)
 	case "pane report-metadata":
 		return paneReportMetadata(rest, st)
+	case "pane report-agent":
+		return paneReportAgent(rest, st)
+	case "pane process-info":
+		return paneProcessInfo(rest, st)
+	case "workspace create":
+		return workspaceCreate(rest, st, ctl)
 	case "pane get":
 		return paneGet(rest, st)
 	case "workspace list":
 		return workspaceList(rest, st)
 	}
 	return nil, usage("unknown %s command: %s", args[0], args[1])
+}
+
+// wireProtocol is the protocol the fake speaks (Herdr 0.8.2: 20).
+func wireProtocol(ctl fakectl.Control) int {
+	if ctl.Protocol > 0 {
+		return ctl.Protocol
+	}
+	return protocol
+}
+
+// serverPIDFile marks a state directory whose server was started with
+// `herdr server`; from then on the CLI answers only while that server
+// listens on its socket.
+const serverPIDFile = "server.pid"
+
+// serverAnswers reports whether the server is up: always for the server
+// herdr starts on its own (no `herdr server` ran), else while its socket
+// accepts connections (the CLI's first step is a ping over that socket).
+func serverAnswers() bool {
+	if _, err := os.Stat(filepath.Join(os.Getenv("FAKEHERDR_STATE"), serverPIDFile)); err != nil {
+		return true
+	}
+	c, err := net.Dial("unix", socketPath())
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// serverCommand is `herdr server` and `herdr server stop`. A server starts
+// fresh: no workspace, unless HERDR_STARTUP_CWD names the directory of one
+// (seed_startup_workspace_if_empty in src/server/headless.rs; Herdr's own
+// tests/api_ping.rs workspace_list_and_create_round_trip sees zero). It
+// listens on $HERDR_SOCKET_PATH until SIGTERM, SIGINT or SIGHUP, or until
+// `herdr server stop`, and then removes the socket.
+func serverCommand(dir string, args []string, stderr io.Writer) int {
+	if len(args) == 1 && args[0] == "stop" {
+		return serverStop(dir, stderr)
+	}
+	if len(args) != 0 {
+		fmt.Fprintf(stderr, "unknown server command: %s\n", strings.Join(args, " "))
+		return 2
+	}
+	ctl, err := readControl(dir)
+	if err != nil {
+		fmt.Fprintln(stderr, "fakeherdr:", err)
+		return 70
+	}
+	socket := socketPath()
+	if c, err := net.Dial("unix", socket); err == nil {
+		c.Close()
+		fmt.Fprintln(stderr, "error: herdr server is already running")
+		return 1
+	}
+	_ = os.Remove(socket) // a stale socket of a server that died
+	if err := os.MkdirAll(filepath.Dir(socket), 0o700); err != nil {
+		fmt.Fprintln(stderr, "fakeherdr:", err)
+		return 70
+	}
+	err = withState(dir, ctl, func(st *fakectl.State) error {
+		*st = fakectl.State{Workspaces: map[string]*fakectl.Workspace{}, Tabs: map[string]*fakectl.Tab{}, Panes: map[string]*fakectl.Pane{}, NextWorkspace: 1, NextTerminal: st.NextTerminal}
+		if cwd := os.Getenv("HERDR_STARTUP_CWD"); cwd != "" {
+			newWorkspace(st, ctl, cwd, "", true, nil)
+		}
+		return os.WriteFile(filepath.Join(dir, serverPIDFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600)
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "fakeherdr:", err)
+		return 70
+	}
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		fmt.Fprintln(stderr, "fakeherdr:", err)
+		return 70
+	}
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	<-stop
+	ln.Close() // removes the socket file
+	_ = os.Remove(socket)
+	return 0
+}
+
+// serverStop ends the server started in dir and returns once its socket is
+// gone, printing nothing (tests/cli/sessions.rs
+// server_stop_command_shuts_down_running_server).
+func serverStop(dir string, stderr io.Writer) int {
+	data, err := os.ReadFile(filepath.Join(dir, serverPIDFile))
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 1 || !serverAnswers() {
+		fmt.Fprintf(stderr, "{\"id\":\"cli:server:stop\",\"error\":{\"code\":\"server_not_running\",\"message\":\"no herdr server is running at %s; run `herdr` to start or attach it\"}}\n", socketPath())
+		return 1
+	}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && serverAnswers(); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return 0
 }
 
 func socketPath() string {
@@ -361,7 +534,7 @@ func statusCommand(args []string, ctl fakectl.Control, version string) (any, *cl
 	default:
 		return nil, usage("usage: herdr status server [--json]")
 	}
-	running := ctl.Server != "not_running"
+	running := ctl.Server != "not_running" && serverAnswers()
 	compatible := ctl.Server != "incompatible"
 	// Field order and names follow herdr's ServerStatusJson.
 	type status struct {
@@ -379,9 +552,9 @@ func statusCommand(args []string, ctl fakectl.Control, version string) (any, *cl
 	no := false
 	s.RestartNeeded = &no
 	if running {
-		p := protocol
+		p := wireProtocol(ctl)
 		if !compatible {
-			p = protocol - 1
+			p--
 		}
 		s.Status, s.Running, s.Version, s.Protocol, s.Compatible = "running", true, &version, &p, &compatible
 		s.Capabilities = map[string]any{"live_handoff": true, "detached_server_daemon": true}
@@ -455,7 +628,9 @@ func tabCreate(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cli
 		return nil, cerr
 	}
 	if wsID == "" {
-		wsID = "w1"
+		if wsID = st.ActiveWorkspace; wsID == "" {
+			return nil, serverErr("workspace_not_found", "no active workspace")
+		}
 	}
 	ws := st.Workspaces[wsID]
 	if ws == nil {
@@ -550,17 +725,23 @@ func infoOfPane(st *fakectl.State, p *fakectl.Pane) paneInfo {
 // publicStatus is the agent_status Herdr reports: "done" is idle in a tab
 // not seen since (src/app/agents.rs), unknown while the launch is pending.
 func publicStatus(st *fakectl.State, p *fakectl.Pane) string {
-	switch s := p.Agent.Status; s {
-	case "starting":
+	switch s := p.Agent.Status; {
+	case s == "starting" && p.Agent.Stuck:
+		return idleOrDone(st, p)
+	case s == "starting":
 		return "unknown"
-	case "idle":
-		if t := st.Tabs[p.TabID]; t != nil && !t.Seen {
-			return "done"
-		}
-		return s
+	case s == "idle":
+		return idleOrDone(st, p)
 	default:
 		return s
 	}
+}
+
+func idleOrDone(st *fakectl.State, p *fakectl.Pane) string {
+	if t := st.Tabs[p.TabID]; t != nil && !t.Seen {
+		return "done"
+	}
+	return "idle"
 }
 
 // workspaceInfo follows herdr's WorkspaceInfo field order
@@ -581,23 +762,104 @@ func workspaceList(args []string, st *fakectl.State) (any, *cliError) {
 		return nil, usage("usage: herdr workspace list")
 	}
 	list := []workspaceInfo{}
-	for i, id := range sortedKeys(st.Workspaces) {
-		info := workspaceInfo{WorkspaceID: id, Number: i + 1, Label: id, Focused: i == 0, AgentStatus: "unknown"}
-		for _, tid := range sortedKeys(st.Tabs) {
-			if t := st.Tabs[tid]; t.WorkspaceID == id {
-				if info.TabCount == 0 {
-					info.ActiveTabID = tid
-				}
-				info.TabCount++
-				info.PaneCount += len(t.Panes)
-			}
-		}
-		list = append(list, info)
+	for _, id := range workspaceOrder(st) {
+		list = append(list, infoOfWorkspace(st, st.Workspaces[id]))
 	}
 	return struct {
 		Type       string          `json:"type"`
 		Workspaces []workspaceInfo `json:"workspaces"`
 	}{"workspace_list", list}, nil
+}
+
+// workspaceOrder lists the workspace ids in the order they were created.
+func workspaceOrder(st *fakectl.State) []string {
+	ids := sortedKeys(st.Workspaces)
+	sort.SliceStable(ids, func(i, j int) bool {
+		return len(ids[i]) < len(ids[j]) || len(ids[i]) == len(ids[j]) && ids[i] < ids[j]
+	})
+	return ids
+}
+
+func infoOfWorkspace(st *fakectl.State, ws *fakectl.Workspace) workspaceInfo {
+	info := workspaceInfo{WorkspaceID: ws.ID, Label: ws.Label, Focused: ws.ID == st.ActiveWorkspace, AgentStatus: "unknown"}
+	if info.Label == "" {
+		info.Label = ws.ID
+	}
+	for i, id := range workspaceOrder(st) {
+		if id == ws.ID {
+			info.Number = i + 1 // Herdr numbers workspaces by position
+		}
+	}
+	for _, tid := range sortedKeys(st.Tabs) {
+		if t := st.Tabs[tid]; t.WorkspaceID == ws.ID {
+			if info.TabCount == 0 {
+				info.ActiveTabID = tid
+			}
+			info.TabCount++
+			info.PaneCount += len(t.Panes)
+		}
+	}
+	return info
+}
+
+// newWorkspace adds a workspace with one tab and its root pane, focused
+// when asked or when no workspace is active (create_workspace_with_options
+// in src/app/creation.rs).
+func newWorkspace(st *fakectl.State, ctl fakectl.Control, cwd, label string, focus bool, env map[string]string) (*fakectl.Workspace, *fakectl.Tab, *fakectl.Pane) {
+	if st.NextWorkspace == 0 {
+		st.NextWorkspace = 1
+	}
+	ws := &fakectl.Workspace{ID: "w" + publicNumber(st.NextWorkspace), Label: label, NextTab: 1, NextPane: 1}
+	if ws.Label == "" && cwd != "" {
+		ws.Label = filepath.Base(cwd)
+	}
+	st.NextWorkspace++
+	st.Workspaces[ws.ID] = ws
+	focus = focus || st.ActiveWorkspace == "" || st.Workspaces[st.ActiveWorkspace] == nil
+	if focus {
+		st.ActiveWorkspace = ws.ID
+	}
+	t := &fakectl.Tab{ID: ws.ID + ":t" + publicNumber(ws.NextTab), WorkspaceID: ws.ID, Number: ws.NextTab, Label: "1", Focused: focus, Seen: focus, Env: env}
+	ws.NextTab++
+	p := newPane(st, ws, t.ID, cwd)
+	p.ShellReadyAt = nowMS() + int64(ctl.ShellInitMS)
+	t.Panes = []string{p.ID}
+	st.Tabs[t.ID] = t
+	return ws, t, p
+}
+
+// workspaceCreate is `herdr workspace create` (src/cli/workspace.rs):
+// --focus is off by default, but the first workspace becomes the active one.
+func workspaceCreate(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliError) {
+	var cwd, label string
+	env := map[string]string{}
+	focus := false
+	cerr := eachOption(args, []string{"--cwd", "--label", "--env"}, []string{"--focus", "--no-focus"}, func(opt, v string) *cliError {
+		switch opt {
+		case "--cwd":
+			cwd = v
+		case "--label":
+			label = v
+		case "--env":
+			return putKeyValue(env, v, "env", "KEY", "key")
+		case "--focus", "--no-focus":
+			focus = opt == "--focus"
+		}
+		return nil
+	})
+	if cerr != nil {
+		return nil, cerr
+	}
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	}
+	ws, t, p := newWorkspace(st, ctl, cwd, label, focus, env)
+	return struct {
+		Type      string        `json:"type"`
+		Workspace workspaceInfo `json:"workspace"`
+		Tab       tabInfo       `json:"tab"`
+		RootPane  paneInfo      `json:"root_pane"`
+	}{"workspace_created", infoOfWorkspace(st, ws), infoOfTab(st, t), infoOfPane(st, p)}, nil
 }
 
 func paneGet(args []string, st *fakectl.State) (any, *cliError) {
@@ -738,7 +1000,7 @@ func knownAgentKind(kind string) bool {
 
 func agentStart(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliError) {
 	var name, kind, paneID string
-	timeout := 30000
+	var timeout uint64 = 30000
 	var agentArgs []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -757,9 +1019,11 @@ func agentStart(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cl
 			case "--pane":
 				paneID = v
 			case "--timeout":
-				n, err := strconv.Atoi(v)
+				// parse_u64_flag: any u64 passes the CLI; the server
+				// checks the range.
+				n, err := strconv.ParseUint(v, 10, 64)
 				if err != nil {
-					return nil, usage("invalid --timeout value: %s", v)
+					return nil, usage("invalid value for --timeout: %s", v)
 				}
 				timeout = n
 			}
@@ -782,16 +1046,20 @@ func agentStart(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cl
 	case !knownAgentKind(kind):
 		return nil, usage("unsupported interactive agent kind: %s", kind)
 	}
-	// herdr's CLI retries agent_pane_busy for up to 2 s while a new tab's
-	// shell is still initializing (src/cli/agent.rs).
-	if p := st.Panes[paneID]; p != nil && p.Agent == nil {
+	// herdr's CLI retries agent_pane_busy for up to 2 s while the pane's
+	// shell is still initializing, but only for a timeout the server
+	// accepts, over 3000 and at most 300000 ms (src/cli/agent.rs
+	// agent_start, retryable_timeout). So with --timeout 3000 a shell that
+	// is not yet in the foreground answers agent_pane_busy at once, and a
+	// ready one invalid_agent_timeout: the server checks the pane first.
+	if p := st.Panes[paneID]; p != nil && (p.Agent == nil || p.Agent.Exited) && timeout > 3000 && timeout <= 300000 {
 		if wait := p.ShellReadyAt - nowMS(); wait > 0 {
 			time.Sleep(time.Duration(min(wait, 2000)) * time.Millisecond)
 		}
 	}
 	// The server's checks, in the order of start_agent (src/app/agents.rs).
 	if !regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`).MatchString(name) {
-		return nil, serverErr("invalid_agent_name", "agent names must start with a lowercase letter and contain only lowercase letters, digits, '_' or '-' (at most 32)")
+		return nil, serverErr("invalid_agent_name", "agent name must start with a lowercase letter and contain only lowercase letters, digits, '-' or '_' (1-32 characters)")
 	}
 	for _, a := range agentArgs {
 		if strings.IndexFunc(a, unicode.IsControl) >= 0 {
@@ -805,7 +1073,7 @@ func agentStart(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cl
 	if p == nil {
 		return nil, serverErr("agent_pane_not_found", "agent target pane %s not found", paneID)
 	}
-	if p.Agent != nil && !p.Agent.Exited || nowMS() < p.ShellReadyAt {
+	if p.Agent != nil && !p.Agent.Exited {
 		return nil, serverErr("agent_pane_busy", "agent target pane %s is not an available shell", paneID)
 	}
 	for _, u := range ctl.Unavailable {
@@ -813,15 +1081,18 @@ func agentStart(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cl
 			return nil, serverErr("agent_pane_unavailable", "agent target pane %s has no live terminal", paneID)
 		}
 	}
+	if nowMS() < p.ShellReadyAt { // available_shell_name: the shell is not yet the foreground job
+		return nil, serverErr("agent_pane_busy", "agent target pane %s is not an available shell", paneID)
+	}
 	if timeout <= 3000 || timeout > 300000 {
-		return nil, serverErr("invalid_agent_timeout", "agent start timeout must be greater than 3000 and at most 300000 ms")
+		return nil, serverErr("invalid_agent_timeout", "agent start timeout must be greater than 3000ms and at most 300000ms")
 	}
 	if kind != "pi" {
 		return nil, serverErr("agent_start_failed", "fakeherdr only runs pi")
 	}
 	now := nowMS()
 	p.Agent = &fakectl.Agent{Name: name, Kind: kind, Status: "starting", Args: agentArgs, Seq: 1, ReadyAt: now + int64(ctl.StartDelayMS)}
-	return startWait{PaneID: paneID, Name: name, TerminalID: p.TerminalID, Deadline: now + int64(timeout),
+	return startWait{PaneID: paneID, Name: name, TerminalID: p.TerminalID, Deadline: now + int64(timeout), TimeoutMS: timeout,
 		Argv: append([]string{"pi"}, agentArgs...)}, nil
 }
 
@@ -830,6 +1101,7 @@ func agentStart(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cl
 type startWait struct {
 	PaneID, Name, TerminalID string
 	Deadline                 int64
+	TimeoutMS                uint64
 	Argv                     []string
 }
 
@@ -903,7 +1175,7 @@ func infoOfAgent(st *fakectl.State, p *fakectl.Pane, statusOverride string) agen
 	}
 	starting := p.Agent.Status == "starting"
 	return agentInfo{TerminalID: p.TerminalID, Name: p.Agent.Name, Agent: p.Agent.Kind, AgentStatus: status,
-		Tokens: p.Tokens, WorkspaceID: p.WorkspaceID, TabID: p.TabID, PaneID: p.ID,
+		ScreenSkipped: p.Agent.Stuck, Tokens: p.Tokens, WorkspaceID: p.WorkspaceID, TabID: p.TabID, PaneID: p.ID,
 		LaunchPending: starting, InteractiveReady: !starting && p.Agent.Status != "blocked",
 		StateChangeSeq: p.Agent.Seq, Cwd: p.Cwd, Revision: p.Agent.Seq}
 }
@@ -941,6 +1213,11 @@ func agentPrompt(args []string, st *fakectl.State, ctl fakectl.Control) (any, *c
 	}
 	if p.Agent.Status == "starting" {
 		return nil, serverErr("agent_not_ready", "agent %s is not ready for prompts", target)
+	}
+	if p.Agent.Reported {
+		// Only a report names this agent; the pane's foreground is its
+		// shell, which must not get the text (runtime_hosts_agent).
+		return nil, serverErr("agent_not_ready", "agent %s is no longer the pane foreground process", target)
 	}
 	// The text is typed now and Enter pressed after a delay, so the answer
 	// carries the state before the submission.
@@ -980,27 +1257,59 @@ func agentGet(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliE
 	}{"agent_info", infoOfAgent(st, p, ctl.AgentStatus)}, nil
 }
 
+// agentList is `herdr agent list`: every pane hosting a started or
+// reported agent.
+func agentList(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliError) {
+	if len(args) != 0 {
+		return nil, usage("usage: herdr agent list")
+	}
+	agents := []agentInfo{}
+	for _, ws := range workspaceOrder(st) {
+		for _, id := range sortedKeys(st.Panes) {
+			if p := st.Panes[id]; p.WorkspaceID == ws && p.Agent != nil && !p.Agent.Exited {
+				agents = append(agents, infoOfAgent(st, p, ctl.AgentStatus))
+			}
+		}
+	}
+	return struct {
+		Type   string      `json:"type"`
+		Agents []agentInfo `json:"agents"`
+	}{"agent_list", agents}, nil
+}
+
 func paneReportMetadata(args []string, st *fakectl.State) (any, *cliError) {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return nil, usage("usage: herdr pane report-metadata <pane_id> --source ID [--token NAME=VALUE]...")
 	}
 	paneID, source := args[0], ""
-	// As in herdr's CLI, a repeated --token key keeps its last value.
+	// As in herdr's CLI, a repeated --token key keeps its last value, and
+	// --clear-token NAME is the same as an empty value.
 	tokens := map[string]string{}
-	cerr := eachOption(args[1:], []string{"--source", "--token", "--display-agent", "--title", "--state-label", "--ttl-ms"}, nil, func(opt, v string) *cliError {
-		switch opt {
-		case "--source":
-			source = v
-		case "--token":
-			return putKeyValue(tokens, v, "token", "NAME", "name")
-		}
-		return nil
-	})
+	otherField := false
+	cerr := eachOption(args[1:], []string{"--source", "--token", "--clear-token", "--agent", "--applies-to-source", "--display-agent", "--title", "--state-label", "--seq", "--ttl-ms"},
+		[]string{"--clear-title", "--clear-display-agent", "--clear-state-labels"}, func(opt, v string) *cliError {
+			switch opt {
+			case "--source":
+				source = v
+			case "--token":
+				return putKeyValue(tokens, v, "token", "NAME", "name")
+			case "--clear-token":
+				tokens[v] = ""
+			case "--display-agent", "--title", "--state-label", "--clear-title", "--clear-display-agent", "--clear-state-labels":
+				otherField = true
+			}
+			return nil
+		})
 	if cerr != nil {
 		return nil, cerr
 	}
-	if source == "" {
+	// The CLI's own checks (pane_report_metadata in src/cli/pane.rs): a
+	// blank source and a report with nothing to set are usage errors.
+	if source = strings.TrimSpace(source); source == "" {
 		return nil, usage("missing required --source")
+	}
+	if len(tokens) == 0 && !otherField {
+		return nil, usage("missing metadata field to set or clear")
 	}
 	if p := st.Panes[paneID]; p == nil {
 		return nil, serverErr("pane_not_found", "pane %s not found", paneID)
@@ -1008,17 +1317,11 @@ func paneReportMetadata(args []string, st *fakectl.State) (any, *cliError) {
 	// handle_pane_report_metadata (src/app/api/panes.rs): source, then
 	// tokens (normalize_metadata_tokens in src/app/api_helpers.rs), then
 	// the per-terminal limit, then the merge (src/metadata_tokens.rs).
-	source = strings.TrimSpace(source)
 	switch {
-	case source == "":
-		return nil, serverErr("invalid_metadata_source", "metadata source must not be empty")
 	case len([]rune(source)) > 80:
 		return nil, serverErr("invalid_metadata_source", "metadata source must be 80 characters or fewer")
 	case !regexp.MustCompile(`^[A-Za-z0-9:._-]+$`).MatchString(source):
 		return nil, serverErr("invalid_metadata_source", "metadata source may contain only ASCII letters, digits, colon, dot, underscore, and hyphen")
-	}
-	if len(tokens) == 0 {
-		return nil, serverErr("invalid_metadata_request", "missing metadata field to set or clear")
 	}
 	if len(tokens) > 16 {
 		return nil, serverErr("invalid_metadata_token", "a metadata report may update at most 16 tokens")
@@ -1063,6 +1366,117 @@ func paneReportMetadata(args []string, st *fakectl.State) (any, *cliError) {
 		p.Tokens = nil
 	}
 	return nil, nil
+}
+
+// paneReportAgent is `herdr pane report-agent` (src/cli/pane.rs): a
+// reporter's state for the pane's agent. On a pane without an agent the
+// report makes one known (agent get and list show it), but no agent process
+// runs there, so agent prompt refuses it.
+func paneReportAgent(args []string, st *fakectl.State) (any, *cliError) {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return nil, usage("usage: herdr pane report-agent <pane_id> --source ID --agent LABEL --state idle|working|blocked|unknown [--message TEXT] [--seq N] [--agent-session-id ID] [--agent-session-path PATH]")
+	}
+	paneID := args[0]
+	var source, label, state string
+	cerr := eachOption(args[1:], []string{"--source", "--agent", "--state", "--message", "--seq", "--agent-session-id", "--agent-session-path"}, nil, func(opt, v string) *cliError {
+		switch opt {
+		case "--source":
+			source = v
+		case "--agent":
+			label = v
+		case "--state":
+			switch v {
+			case "idle", "working", "blocked", "unknown":
+				state = v
+			default:
+				// parse_pane_agent_state fails as an io::Error: exit 1,
+				// no envelope.
+				return &cliError{exit: 1, message: fmt.Sprintf("Error: Custom { kind: Other, error: \"invalid pane agent state: %s (expected idle, working, blocked, or unknown)\" }", v)}
+			}
+		}
+		return nil
+	})
+	switch {
+	case cerr != nil:
+		return nil, cerr
+	case strings.TrimSpace(source) == "":
+		return nil, usage("missing required --source")
+	case label == "":
+		return nil, usage("missing required --agent")
+	case state == "":
+		return nil, usage("missing required --state")
+	}
+	p := st.Panes[paneID]
+	if p == nil {
+		return nil, serverErr("pane_not_found", "pane %s not found", paneID)
+	}
+	a := p.Agent
+	if a == nil || a.Exited {
+		a = &fakectl.Agent{Kind: label, Status: "unknown", Reported: true}
+		p.Agent = a
+	}
+	if a.Status != "starting" && a.Status != state {
+		a.Status = state
+		a.Seq++
+	}
+	return nil, nil
+}
+
+// paneProcessInfo is `herdr pane process-info [--pane P]` (pane.process_info,
+// PaneProcessInfo in src/api/schema/panes.rs). The fake runs no processes,
+// so the pids are made up, but the shape follows what herdr's CLI reads in
+// pane_shell_is_initializing: while the shell initializes another process
+// shares its foreground group; at the prompt the shell is alone in it; an
+// agent is a foreground group of its own.
+func paneProcessInfo(args []string, st *fakectl.State) (any, *cliError) {
+	var paneID string
+	switch {
+	case len(args) == 2 && args[0] == "--pane":
+		paneID = args[1]
+	case len(args) == 1 && !strings.HasPrefix(args[0], "-"):
+		paneID = args[0]
+	default:
+		return nil, usage("usage: herdr pane process-info [--pane ID|--current]")
+	}
+	p := st.Panes[paneID]
+	if p == nil {
+		return nil, serverErr("pane_not_found", "pane %s not found", paneID)
+	}
+	type process struct {
+		PID  int      `json:"pid"`
+		Name string   `json:"name"`
+		Argv []string `json:"argv,omitempty"`
+	}
+	type processInfo struct {
+		PaneID     string    `json:"pane_id"`
+		ShellPID   int       `json:"shell_pid"`
+		Group      int       `json:"foreground_process_group_id"`
+		Foreground []process `json:"foreground_processes,omitempty"`
+	}
+	shell := 10000 + 10*terminalNumber(p)
+	info := processInfo{PaneID: p.ID, ShellPID: shell, Group: shell}
+	switch {
+	case p.Agent != nil && !p.Agent.Exited && !p.Agent.Reported:
+		info.Group = shell + 2
+		info.Foreground = []process{{shell + 2, p.Agent.Kind, append([]string{p.Agent.Kind}, p.Agent.Args...)}}
+	case nowMS() < p.ShellReadyAt:
+		info.Foreground = []process{{shell, "sh", []string{"/bin/sh"}}, {shell + 1, "sleep", []string{"/bin/sleep", "1"}}}
+	default:
+		info.Foreground = []process{{shell, "sh", []string{"/bin/sh"}}}
+	}
+	return struct {
+		Type        string      `json:"type"`
+		ProcessInfo processInfo `json:"process_info"`
+	}{"pane_process_info", info}, nil
+}
+
+// terminalNumber is the counter part of a fake terminal id.
+func terminalNumber(p *fakectl.Pane) int {
+	n := 0
+	for _, r := range p.ID {
+		n = n*31 + int(r)
+	}
+	return n % 100000
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -1143,8 +1557,12 @@ func loadState(dir string) (*fakectl.State, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "state.json"))
 	if errors.Is(err, os.ErrNotExist) {
 		st := &fakectl.State{Workspaces: map[string]*fakectl.Workspace{}, Tabs: map[string]*fakectl.Tab{}, Panes: map[string]*fakectl.Pane{}}
+		// No `herdr server` was run: this is the server herdr starts on
+		// its own when a user runs herdr (src/server/autodetect.rs), which
+		// passes HERDR_STARTUP_CWD and so begins with one workspace.
 		ws := &fakectl.Workspace{ID: "w1", NextTab: 1, NextPane: 1}
 		st.Workspaces[ws.ID] = ws
+		st.NextWorkspace, st.ActiveWorkspace = 2, ws.ID
 		t := &fakectl.Tab{ID: "w1:t1", WorkspaceID: "w1", Number: 1, Label: "main", Focused: true, Seen: true}
 		ws.NextTab++
 		p := newPane(st, ws, t.ID, "")

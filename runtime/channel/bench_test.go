@@ -37,6 +37,13 @@ func benchChannel(b *testing.B) *Channel {
 // lost and duplicated deliveries. One op is one message; run with a fixed
 // count, e.g. -benchtime=3000x. Latency starts before Send, so it includes
 // the sender's own fsyncs.
+//
+// The same run measures the floor: beside each channel a goroutine
+// publishes the same number of messages at the same rate with
+// publishFloor (temp write, fsync, rename, directory fsync) on the same
+// filesystem, half an interval step after the channel's sends so the two
+// never contend for one tick. floor-p50-ms and floor-p99-ms are its
+// durations; p50-ratio and p99-ratio are the delivery latency over them.
 func BenchmarkDeliveryLatency(b *testing.B) {
 	const channels = 4
 	const interval = 4 * time.Millisecond // per channel: 4 × 250/s = 1,000/s
@@ -68,8 +75,13 @@ func BenchmarkDeliveryLatency(b *testing.B) {
 	}, nil)
 	w := startWatcher(b, ToMain, rx, WatchOptions{}, chans...)
 	var sendMu sync.Mutex
-	var sendDur []time.Duration
+	var sendDur, floorDur []time.Duration
 	sendEnd := make(map[string]time.Time, total) // by text: when Send returned
+	floorDirs := make([]*os.File, channels)
+	for i := range floorDirs {
+		floorDirs[i] = floorDir(b)
+	}
+	payload := []byte(`{"version":1,"id":"0123456789abcdef0123456789abcdef","sequence":1,"message":"1764765000000000000"}`)
 	b.ResetTimer()
 	var wg sync.WaitGroup
 	for i, c := range chans {
@@ -77,6 +89,25 @@ func BenchmarkDeliveryLatency(b *testing.B) {
 		if i < total%channels {
 			n++
 		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(2*i+1) * interval / (2 * channels))
+			tick := time.NewTicker(interval)
+			defer tick.Stop()
+			for k := range n {
+				<-tick.C
+				start := time.Now()
+				if err := publishFloor(floorDirs[i], k, payload); err != nil {
+					b.Error(err)
+					return
+				}
+				d := time.Since(start)
+				sendMu.Lock()
+				floorDur = append(floorDur, d)
+				sendMu.Unlock()
+			}
+		}()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -128,15 +159,44 @@ func BenchmarkDeliveryLatency(b *testing.B) {
 	slices.Sort(lat)
 	slices.Sort(sendDur)
 	slices.Sort(after)
+	slices.Sort(floorDur)
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
-	b.ReportMetric(ms(lat[len(lat)*99/100]), "p99-ms")
+	p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
+	b.ReportMetric(ms(p50), "p50-ms")
+	b.ReportMetric(ms(p99), "p99-ms")
+	if len(floorDur) > 0 {
+		f50, f99 := floorDur[len(floorDur)/2], floorDur[len(floorDur)*99/100]
+		b.ReportMetric(ms(f50), "floor-p50-ms")
+		b.ReportMetric(ms(f99), "floor-p99-ms")
+		b.ReportMetric(float64(p50)/float64(f50), "p50-ratio")
+		b.ReportMetric(float64(p99)/float64(f99), "p99-ratio")
+	}
 	b.ReportMetric(ms(lat[len(lat)-1]), "max-ms")
 	b.ReportMetric(ms(sendDur[len(sendDur)/2]), "send-p50-ms")
 	b.ReportMetric(ms(sendDur[len(sendDur)*99/100]), "send-p99-ms")
 	if len(after) > 0 {
 		b.ReportMetric(ms(after[len(after)*99/100]), "after-send-p99-ms")
 	}
+}
+
+// floorDir opens a fresh directory for publishFloor on the filesystem
+// benchChannel uses; it is closed and removed when the benchmark ends.
+func floorDir(b *testing.B) *os.File {
+	dir := b.TempDir()
+	if base := os.Getenv("FACETS_CHANNEL_BENCH_DIR"); base != "" {
+		d, err := os.MkdirTemp(base, "facets-floor-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(d) })
+		dir = d
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	return f
 }
 
 // publishFloor is the least any durable file channel must do per message:
@@ -172,19 +232,7 @@ func publishFloor(dir *os.File, i int, payload []byte) error {
 // over the floor's.
 func BenchmarkSendThroughput(b *testing.B) {
 	c := benchChannel(b)
-	floorDir, err := os.Open(b.TempDir())
-	if base := os.Getenv("FACETS_CHANNEL_BENCH_DIR"); base != "" {
-		floorDir.Close()
-		var d string
-		if d, err = os.MkdirTemp(base, "facets-floor-"); err == nil {
-			b.Cleanup(func() { os.RemoveAll(d) })
-			floorDir, err = os.Open(d)
-		}
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer floorDir.Close()
+	floorDir := floorDir(b)
 	const text = "benchmark message of a typical short length, about one line of text"
 	payload := []byte(`{"version":1,"id":"0123456789abcdef0123456789abcdef","sequence":1,"message":"` + text + `"}`)
 	var sendT, floorT time.Duration

@@ -405,13 +405,17 @@ func TestOpenRejectsInvalidManifest(t *testing.T) {
 	}
 }
 
-func TestDirForMatchesCreate(t *testing.T) {
-	c := newTestChannel(t)
-	root := filepath.Dir(filepath.Dir(c.Dir()))
-	if got := DirFor(root, "main session!", c.Manifest().RunID); got != filepath.Join(root, "main-session", c.Manifest().RunID) {
-		t.Errorf("DirFor = %q", got)
+// TestCreateLayout: Create puts a run's channel at
+// <root>/<Safe(main session)>/<Safe(run id)>, the layout the TypeScript
+// Facets shares.
+func TestCreateLayout(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "rt")
+	c, err := Create(root, Manifest{MainSessionID: "main session!", RunID: "run/1"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := DirFor(root, c.Manifest().MainSessionID, c.Manifest().RunID); got != c.Dir() {
-		t.Errorf("DirFor = %q, Create made %q", got, c.Dir())
+	defer c.Close()
+	if want := filepath.Join(root, "main-session", "run-1"); c.Dir() != want {
+		t.Errorf("Dir = %q, want %q", c.Dir(), want)
 	}
 }

@@ -65,11 +65,6 @@ func RuntimeRoot(getenv func(string) string) string {
 	return filepath.Join(base, fmt.Sprintf("pi-facets-%d", os.Geteuid()))
 }
 
-// DirFor returns the channel directory of one run below root, as Create makes it.
-func DirFor(root, mainSessionID, runID string) string {
-	return filepath.Join(root, Safe(mainSessionID), Safe(runID))
-}
-
 // Safe maps an identifier to a single path component: each run of characters
 // outside [A-Za-z0-9._-] becomes "-", leading and trailing "-" are trimmed,
 // the result is cut to 96 bytes and an empty result becomes "unknown".

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/facets-dev/facets/internal/safefile/safefiletest"
@@ -31,5 +32,38 @@ func TestOpenOwnedHostileManifest(t *testing.T) {
 				t.Errorf("openOwned: %v, want an error naming %s", err, path)
 			}
 		})
+	}
+}
+
+// TestWriteReplacesLinksAndRefusesFIFO: pi-extension install replaces a
+// link at index.ts or facets-bridge.json (its target, here a stand-in for
+// a file of the user's, is untouched) and refuses a FIFO there instead of
+// blocking on it.
+func TestWriteReplacesLinksAndRefusesFIFO(t *testing.T) {
+	for _, name := range []string{ExtensionFile, ConfigFile} {
+		dir, outside := t.TempDir(), t.TempDir()
+		target := filepath.Join(outside, "mine")
+		os.WriteFile(target, []byte("keep"), 0o644)
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Write(dir, Config{}); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(target); string(b) != "keep" {
+			t.Errorf("%s: written through the link: %.40q", name, b)
+		}
+		if fi, err := os.Lstat(filepath.Join(dir, name)); err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("%s: link not replaced: %v %v", name, fi, err)
+		}
+		dir = t.TempDir()
+		if err := syscall.Mkfifo(filepath.Join(dir, name), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		safefiletest.Within(t, func() { _, err = Write(dir, Config{}) })
+		if err == nil || !strings.Contains(err.Error(), "named pipe") {
+			t.Errorf("%s: FIFO: err = %v", name, err)
+		}
 	}
 }

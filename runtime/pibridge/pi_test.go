@@ -30,16 +30,46 @@ import (
 	"github.com/facets-dev/facets/runtime/pibridge"
 )
 
-// Pinned versions of the real Pi the tests drive. Pi 1.6.0 needs Node ≥ 22.19,
-// which comes from the npm registry as a plain package, so a machine with Go
-// and npm can run every test.
-const (
-	nodeVersion = "22.23.5"
-	piVersion   = "1.6.0"
-	piPackage   = "@earendil-works/pi-coding-agent"
-)
+// piPackage is the npm package of Pi. Its version and Node's are pinned in
+// extension/versions.env, which .ci/run reads too; Node comes from the npm
+// registry as a plain package, so a machine with Go and npm runs every test.
+const piPackage = "@earendil-works/pi-coding-agent"
 
-// piInstall is a Node 22 + Pi installation in the cache.
+// versionsFile holds the pinned versions as shell assignments (name=value).
+const versionsFile = "extension/versions.env"
+
+// pinnedVersions reads versionsFile: blank lines and # comments aside, every
+// line must be name=value.
+func pinnedVersions() (map[string]string, error) {
+	data, err := os.ReadFile(versionsFile)
+	if err != nil {
+		return nil, fmt.Errorf("pinned versions: %w", err)
+	}
+	vs := map[string]string{}
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || k == "" || v == "" || strings.ContainsAny(v, " \"'$") {
+			return nil, fmt.Errorf("%s:%d: want name=value, got %q", versionsFile, i+1, line)
+		}
+		vs[k] = v
+	}
+	for _, k := range []string{"node_version", "pi_version"} {
+		if vs[k] == "" {
+			return nil, fmt.Errorf("%s: %s is not set", versionsFile, k)
+		}
+	}
+	return vs, nil
+}
+
+// testExtensionVersion is the facets version the tests' bridge config
+// records as the installer of the extension.
+const testExtensionVersion = "0.0.0-test"
+
+// piInstall is a Node + Pi installation in the cache.
 type piInstall struct {
 	node string // node binary
 	cli  string // Pi's dist/bundle/cli.js
@@ -103,12 +133,17 @@ func ensurePi(t *testing.T) piInstall {
 	t.Helper()
 	installOnce.Do(func() { installed, installErr = installPi() })
 	if installErr != nil {
-		t.Fatalf("cannot install Node %s and Pi %s for the real-Pi tests: %v", nodeVersion, piVersion, installErr)
+		t.Fatalf("cannot install Node and Pi for the real-Pi tests: %v", installErr)
 	}
 	return installed
 }
 
 func installPi() (piInstall, error) {
+	vs, err := pinnedVersions()
+	if err != nil {
+		return piInstall{}, err
+	}
+	nodeVersion, piVersion := vs["node_version"], vs["pi_version"]
 	home, err := piHome()
 	if err != nil {
 		return piInstall{}, err
@@ -383,7 +418,7 @@ func newPiEnv(t *testing.T, mock *mockModel) *piEnv {
 			t.Fatal(err)
 		}
 	}
-	bridge, err := pibridge.Write(filepath.Join(root, "bridge"), pibridge.Config{FacetsBin: facets})
+	bridge, err := pibridge.Write(filepath.Join(root, "bridge"), pibridge.Config{FacetsBin: facets, FacetsVersion: testExtensionVersion})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 
 	"github.com/facets-dev/facets/internal/safefile"
-	"github.com/facets-dev/facets/profiles"
 )
 
 //go:embed extension/index.ts
@@ -31,32 +30,30 @@ const ExtensionFile = "index.ts"
 // binary as the Main without relying on PATH.
 const ConfigFile = "facets-bridge.json"
 
-// Source returns the embedded TypeScript extension.
-func Source() []byte { return append([]byte(nil), extensionSource...) }
-
 // Config is the content of ConfigFile.
 type Config struct {
 	// FacetsBin is the absolute path of the facets binary the extension runs;
 	// empty means "facets" from PATH. $FACETS_BIN overrides it at run time.
 	FacetsBin string `json:"facetsBin,omitempty"`
+	// FacetsVersion is the build version of the facets that wrote the
+	// extension; the extension names it in the handshake, so a mismatch
+	// message can say which facets installed it.
+	FacetsVersion string `json:"facetsVersion,omitempty"`
 }
 
 // DefaultDir returns the directory Pi auto-discovers the extension from:
-// <agentDir>/extensions/facets, with agentDir found by profiles.AgentDir
-// (empty means $PI_CODING_AGENT_DIR, else ~/.pi/agent).
-func DefaultDir(agentDir string) (string, error) {
-	home, _ := os.UserHomeDir()
-	dir, err := profiles.AgentDir(agentDir, os.Getenv, home)
-	if err != nil {
-		return "", fmt.Errorf("locate Pi agent dir: %w", err)
-	}
-	return filepath.Join(dir, "extensions", "facets"), nil
+// <agentDir>/extensions/facets. agentDir is Pi's agent dir as the command
+// resolved it (profiles.AgentDir), so nothing here reads the environment.
+func DefaultDir(agentDir string) string {
+	return filepath.Join(agentDir, "extensions", "facets")
 }
 
 // Write installs the extension into dir (created with mode 0755 if missing)
 // as index.ts plus its ConfigFile, and returns the absolute path of index.ts,
 // which is what `pi -e` and FACETS_PI_BRIDGE take. Files are replaced
-// atomically so a Pi starting concurrently never loads half a file.
+// atomically so a Pi starting concurrently never loads half a file, and
+// replaced, never written through: a link at either is replaced and a
+// special file refused (safefile.WriteFileIn below dir).
 func Write(dir string, cfg Config) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -69,11 +66,11 @@ func Write(dir string, cfg Config) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("install pi extension: %w", err)
 	}
-	if err := safefile.WriteFileAtomic(filepath.Join(abs, ConfigFile), append(conf, '\n'), 0o644); err != nil {
+	if err := safefile.WriteFileIn(abs, filepath.Join(abs, ConfigFile), append(conf, '\n'), 0o644); err != nil {
 		return "", err
 	}
 	path := filepath.Join(abs, ExtensionFile)
-	if err := safefile.WriteFileAtomic(path, extensionSource, 0o644); err != nil {
+	if err := safefile.WriteFileIn(abs, path, extensionSource, 0o644); err != nil {
 		return "", err
 	}
 	return path, nil

@@ -39,6 +39,14 @@ const SubProtocol = "## Facets Sub protocol\n" +
 // systemPromptOptions.sections, and apply Profile through Pi's API.
 type Plan struct {
 	Role string `json:"role"` // "main" or "sub"
+	// Protocol and Facets are the binary's side of the handshake: its
+	// Protocol and build version. A plan without them comes from a binary
+	// older than the handshake.
+	Protocol int    `json:"protocol,omitempty"`
+	Facets   string `json:"facets,omitempty"`
+	// Mismatch is set, with Error or Warnings, when the extension's
+	// protocol is not the binary's (see MismatchPlan).
+	Mismatch string `json:"mismatch,omitempty"`
 	// Sections maps prompt section keys to their text; a key with an empty
 	// value must be deleted from the prompt.
 	Sections map[string]string `json:"sections"`

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -174,5 +175,23 @@ func TestToolFlagsNameParameters(t *testing.T) {
 		if (len(tl.Command) == 0) == (tl.Serve == "") {
 			t.Errorf("%s: want exactly one of command and serve", tl.Name)
 		}
+	}
+}
+
+// TestMainOnlyToolsAreTheMainTools: the compiler's list of tools a Sub
+// cannot have is exactly the Main's tools less talk, which a Sub has too.
+func TestMainOnlyToolsAreTheMainTools(t *testing.T) {
+	var names []string
+	for _, tool := range MainTools() {
+		names = append(names, tool.Name)
+	}
+	var want []string
+	for _, n := range names {
+		if !slices.ContainsFunc(SubTools(), func(s Tool) bool { return s.Name == n }) {
+			want = append(want, n)
+		}
+	}
+	if got := manifest.MainOnlyTools(append(names, "read", "talk")); !slices.Equal(got, want) {
+		t.Errorf("manifest.MainOnlyTools = %v, want %v", got, want)
 	}
 }

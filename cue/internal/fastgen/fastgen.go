@@ -29,6 +29,7 @@ var Defs = []string{"#Profile", "#Role"}
 func Generate(files map[string][]byte) ([]byte, error) {
 	decls := map[string]ast.Expr{}
 	fields := map[string]*ast.StructLit{}
+	declared := map[string]string{} // label → file of its first declaration
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)
@@ -48,6 +49,12 @@ func Generate(files map[string][]byte) ([]byte, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", n, err)
 			}
+			// CUE unifies every declaration of a label; generating from
+			// one of them would accept what the others reject.
+			if first, dup := declared[name]; dup {
+				return nil, fmt.Errorf("%s: %s is declared again (first in %s); the generator translates one declaration per label", n, name, first)
+			}
+			declared[name] = n
 			if s, ok := fd.Value.(*ast.StructLit); ok {
 				fields[name] = s
 				continue
@@ -101,6 +108,7 @@ func (g *gen) def(w *bytes.Buffer, def string, st *ast.StructLit) error {
 	type fieldCode struct{ name, expr string }
 	var cases []fieldCode
 	g.extra.Reset()
+	seen := map[string]bool{}
 	for _, elt := range st.Elts {
 		fd, ok := elt.(*ast.Field)
 		if !ok {
@@ -110,6 +118,10 @@ func (g *gen) def(w *bytes.Buffer, def string, st *ast.StructLit) error {
 		if err != nil {
 			return err
 		}
+		if seen[name] {
+			return fmt.Errorf("field %s is declared twice; the generator translates one declaration per field", name)
+		}
+		seen[name] = true
 		switch fd.Constraint {
 		case token.NOT:
 			required = append(required, name)

@@ -15,12 +15,20 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
 const SELF = fileURLToPath(import.meta.url);
+// PROTOCOL is this file's side of the version handshake (pibridge.Protocol
+// in Go; a test keeps the two equal). Extensions from before the handshake
+// are protocol 1.
+const PROTOCOL = 2;
+const FIX = "facets pi-extension install";
 const DELIVERY_PREFIX = "[Facets delivery v1] ";
 const ROLE_DISCOVERY = "pi-herdr-subagents:roles:discover:v1";
 const INFLIGHT = Symbol.for("facets.bridge.inflight.v1");
 
 type Plan = {
   role: "main" | "sub";
+  protocol?: number;
+  facets?: string;
+  mismatch?: string;
   sections: Record<string, string>;
   profile?: { name: string; provider?: string; modelId?: string; thinkingLevel?: string; tools: string[]; skills: string[] };
   commands?: { name: string; profile: string; description: string }[];
@@ -54,18 +62,31 @@ type BridgeEvent = { type: string; id?: number; runId?: string; messageId?: stri
 // RunnerAnswer is what the runtime commands print with --format json.
 type RunnerAnswer = { ok: boolean; text?: string; error?: string; [k: string]: unknown };
 
-// FACETS is the facets binary to run, read once: $FACETS_BIN, else the one
-// facets-bridge.json beside this file records, else "facets" from PATH.
-const FACETS = facetsBin();
-function facetsBin(): string {
-  if (process.env.FACETS_BIN) return process.env.FACETS_BIN;
+// CONF is facets-bridge.json beside this file, read once: the binary that
+// installed it and that binary's version.
+const CONF = bridgeConfig();
+function bridgeConfig(): { facetsBin?: string; facetsVersion?: string } {
   try {
     const conf = JSON.parse(readFileSync(join(dirname(SELF), "facets-bridge.json"), "utf8"));
-    if (typeof conf.facetsBin === "string" && conf.facetsBin) return conf.facetsBin;
+    if (conf && typeof conf === "object") return conf;
   } catch {
     // no config beside the extension: use PATH
   }
-  return "facets";
+  return {};
+}
+// FACETS is the facets binary to run: $FACETS_BIN, else the one
+// facets-bridge.json records, else "facets" from PATH.
+const FACETS = process.env.FACETS_BIN || (typeof CONF.facetsBin === "string" && CONF.facetsBin) || "facets";
+const EXT_VERSION = typeof CONF.facetsVersion === "string" ? CONF.facetsVersion : "";
+
+// olderBinary is the handshake message for a facets that printed no plan
+// because it does not know --protocol, or whose plan has no protocol: it is
+// older than the handshake. It says the same as pibridge.Mismatch in Go.
+async function olderBinary(): Promise<string> {
+  const r = await run(["--version"]);
+  const v = /^facets version (\S+)/.exec(r.stdout)?.[1] ?? "unknown version";
+  const ext = `protocol ${PROTOCOL}, installed by facets ${EXT_VERSION || "unknown version"}`;
+  return `The facets Pi extension (${ext}) does not match the facets binary (protocol 1, facets ${v} at ${FACETS}). Run \`${FIX}\` with the facets you want Pi to use, then restart Pi.`;
 }
 
 // run executes facets with args; input, when given, is written to stdin so
@@ -137,6 +158,7 @@ export default function (pi: ExtensionAPI) {
   let trusted = false;
   let rolePacks: string[] = [];
   let noModelReported = false;
+  let mismatchWarned = false;
   // Deliveries handed to Pi but not yet recorded, per session. Pi may keep
   // its follow-up queue across /reload, so this lives on globalThis and the
   // next bridge instance tells facets serve not to offer them again.
@@ -236,7 +258,7 @@ export default function (pi: ExtensionAPI) {
   }
 
   function startServe(ctx: ExtensionContext) {
-    const args = ["pi-extension", "serve", "--role", isSub ? "sub" : "main"];
+    const args = ["pi-extension", "serve", "--role", isSub ? "sub" : "main", "--protocol", String(PROTOCOL)];
     if (!isSub) args.push("--main-session", ctx.sessionManager.getSessionId());
     let child: ChildProcess;
     try {
@@ -376,7 +398,8 @@ export default function (pi: ExtensionAPI) {
     pi.events.emit(ROLE_DISCOVERY, { apiVersion: 1, register: (p: unknown) => typeof p === "string" && packs.push(p) });
     rolePacks = packs;
     trusted = ctx.isProjectTrusted();
-    const args = ["pi-extension", "plan", "--role", isSub ? "sub" : "main", "-C", ctx.cwd, trusted ? "--trust" : "--no-trust"];
+    const args = ["pi-extension", "plan", "--role", isSub ? "sub" : "main", "--protocol", String(PROTOCOL),
+      "--extension-version", EXT_VERSION, "-C", ctx.cwd, trusted ? "--trust" : "--no-trust"];
     for (const p of packs) args.push("--role-pack", p);
     const flag = isSub ? undefined : pi.getFlag("profile");
     const profile = typeof flag === "string" ? flag : undefined;
@@ -387,6 +410,24 @@ export default function (pi: ExtensionAPI) {
     } catch {
       plan = undefined;
       startError = r.stderr.trim() || `facets pi-extension plan exited with status ${r.code}`;
+    }
+    // The handshake: a binary that knows it says whether the protocols
+    // match (mismatch); an older one rejects --protocol or, if it took the
+    // flag some other way, answers without a protocol.
+    let mismatch = plan?.mismatch;
+    if (!mismatch && ((!plan && /unknown flag: --protocol/.test(r.stderr)) || (plan && plan.protocol !== PROTOCOL)))
+      mismatch = await olderBinary();
+    if (mismatch) {
+      plan = { role: isSub ? "sub" : "main", sections: {}, profiles: { text: mismatch, level: "warning" } };
+      for (const k of ["facets_profiles", "facets_main", "facets_profile"]) plan.sections[k] = "";
+      if (isSub || profile) startError = mismatch;
+      else {
+        // Plain Pi runs on without Facets; the warning shows once per Pi.
+        startError = undefined;
+        if (!mismatchWarned) report(mismatch, "warning");
+        mismatchWarned = true;
+        return;
+      }
     }
     if (plan?.error) startError = plan.error;
     for (const w of plan?.warnings ?? []) report(w, "warning");

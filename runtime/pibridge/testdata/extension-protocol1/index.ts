@@ -1,0 +1,499 @@
+// facets bridge for Pi. Written by `facets pi-extension install`; the source
+// of truth is runtime/pibridge/extension/index.ts in the facets repository.
+//
+// This file only maps Pi's extension API onto the facets binary. Profiles,
+// prompt sections and the channel protocol are decided in Go:
+//   facets pi-extension plan   -> what to apply at startup (JSON)
+//   facets pi-extension serve  -> channel deliveries, receipts and Sub talk
+//   facets delegate|talk|interrupt|close|list -> the Main's tools
+//   facets invoke -> /sub:<profile>
+import type { ExtensionAPI, ExtensionContext, SessionEntry, ToolInfo } from "@earendil-works/pi-coding-agent";
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+
+const SELF = fileURLToPath(import.meta.url);
+const DELIVERY_PREFIX = "[Facets delivery v1] ";
+const ROLE_DISCOVERY = "pi-herdr-subagents:roles:discover:v1";
+const INFLIGHT = Symbol.for("facets.bridge.inflight.v1");
+
+type Plan = {
+  role: "main" | "sub";
+  sections: Record<string, string>;
+  profile?: { name: string; provider?: string; modelId?: string; thinkingLevel?: string; tools: string[]; skills: string[] };
+  commands?: { name: string; profile: string; description: string }[];
+  tools?: PlanTool[];
+  profiles: { text: string; level: "info" | "warning" };
+  error?: string;
+  kickoff?: string;
+  task?: string;
+  warnings?: string[];
+};
+// PlanTool is a model-facing tool as the Go plan defines it (pibridge.Tool):
+// its text and schema, and how a call maps onto a facets command.
+type PlanTool = {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+  command?: string[];
+  launch?: boolean;
+  flags?: { param: string; flag: string }[];
+  input?: string;
+  serve?: string;
+  closes?: boolean;
+  exposure?: "direct" | "model-only";
+  executionMode?: "sequential" | "parallel";
+  terminate?: boolean;
+};
+type Params = Record<string, unknown>;
+type ThinkingLevel = Parameters<ExtensionAPI["setThinkingLevel"]>[0];
+type Result = { code: number; stdout: string; stderr: string };
+type BridgeEvent = { type: string; id?: number; runId?: string; messageId?: string; text?: string; error?: string; reason?: string };
+// RunnerAnswer is what the runtime commands print with --format json.
+type RunnerAnswer = { ok: boolean; text?: string; error?: string; [k: string]: unknown };
+
+// FACETS is the facets binary to run, read once: $FACETS_BIN, else the one
+// facets-bridge.json beside this file records, else "facets" from PATH.
+const FACETS = facetsBin();
+function facetsBin(): string {
+  if (process.env.FACETS_BIN) return process.env.FACETS_BIN;
+  try {
+    const conf = JSON.parse(readFileSync(join(dirname(SELF), "facets-bridge.json"), "utf8"));
+    if (typeof conf.facetsBin === "string" && conf.facetsBin) return conf.facetsBin;
+  } catch {
+    // no config beside the extension: use PATH
+  }
+  return "facets";
+}
+
+// run executes facets with args; input, when given, is written to stdin so
+// large or secret values never travel on a command line. It never throws:
+// a facets that cannot start, exits before reading its input (EPIPE on
+// stdin) or breaks a pipe is an answer with a non-zero code, because an
+// unhandled stream error would take the whole Pi process down.
+function run(args: string[], opts: { cwd?: string; input?: string; signal?: AbortSignal } = {}): Promise<Result> {
+  return new Promise((resolve) => {
+    let stdout = "";
+    let stderr = "";
+    let child: ChildProcess;
+    try {
+      child = spawn(FACETS, args, { cwd: opts.cwd, stdio: ["pipe", "pipe", "pipe"], signal: opts.signal });
+    } catch (err) {
+      resolve({ code: -1, stdout, stderr: `cannot run ${FACETS}: ${String(err)}` });
+      return;
+    }
+    const streamError = (err: Error) => (stderr += `${stderr && !stderr.endsWith("\n") ? "\n" : ""}${String(err)}`);
+    child.stdout?.on("data", (d) => (stdout += d));
+    child.stderr?.on("data", (d) => (stderr += d));
+    child.stdout?.on("error", streamError);
+    child.stderr?.on("error", streamError);
+    // EPIPE here only means facets did not read all of its input; its exit
+    // status and output say why.
+    child.stdin?.on("error", () => {});
+    child.on("error", (err) => resolve({ code: -1, stdout, stderr: stderr + `cannot run ${FACETS}: ${String(err)}` }));
+    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    child.stdin?.end(opts.input ?? "");
+  });
+}
+
+// textOf is the text of a recorded user message (the delivery header is
+// always its first text part).
+function textOf(message: { role?: string; content?: unknown } | undefined): string | undefined {
+  if (!message || message.role !== "user") return undefined;
+  const c = message.content;
+  if (typeof c === "string") return c;
+  if (Array.isArray(c)) {
+    const first: unknown = c[0];
+    if (first && typeof first === "object" && "type" in first && first.type === "text" && "text" in first && typeof first.text === "string") return first.text;
+  }
+  return undefined;
+}
+
+// toolArgs maps a tool call onto the command line the plan describes:
+// the command, the launch facts if it needs them, then its flags.
+function toolArgs(t: PlanTool, params: Params, launch: () => string[]): string[] {
+  const out = [...(t.command ?? []), ...(t.launch ? launch() : [])];
+  for (const f of t.flags ?? []) {
+    const v = params[f.param];
+    if (v === undefined || v === null || v === false || v === "") continue;
+    if (v === true) out.push(f.flag);
+    else out.push(f.flag, String(v));
+  }
+  return out;
+}
+
+export default function (pi: ExtensionAPI) {
+  const isSub = process.env.PI_FACETS_ROLE === "sub";
+  let plan: Plan | undefined;
+  let startError: string | undefined;
+  let ctxRef: ExtensionContext | undefined;
+  let serve: ChildProcess | undefined;
+  let nextId = 1;
+  const pending = new Map<number, (e: BridgeEvent) => void>();
+  const registered = new Set<string>();
+  const registeredTools = new Set<string>();
+  let trusted = false;
+  let rolePacks: string[] = [];
+  let noModelReported = false;
+  // Deliveries handed to Pi but not yet recorded, per session. Pi may keep
+  // its follow-up queue across /reload, so this lives on globalThis and the
+  // next bridge instance tells facets serve not to offer them again.
+  const store = globalThis as typeof globalThis & { [INFLIGHT]?: Map<string, Set<string>> };
+  const inflightBySession = (store[INFLIGHT] ??= new Map<string, Set<string>>());
+  const inflight = () => {
+    const id = ctxRef?.sessionManager.getSessionId() ?? "";
+    let set = inflightBySession.get(id);
+    if (!set) inflightBySession.set(id, (set = new Set()));
+    return set;
+  };
+
+  const report = (msg: string, level: "info" | "warning" | "error" = "error") => {
+    if (ctxRef?.hasUI) ctxRef.ui.notify(msg, level);
+    else process.stderr.write(`facets: ${msg}\n`);
+  };
+  const request = (req: Record<string, unknown>) => {
+    const stdin = serve?.stdin;
+    if (stdin && !stdin.destroyed && stdin.writable) stdin.write(JSON.stringify(req) + "\n");
+  };
+  // call sends a request that facets serve answers with a "result" event
+  // carrying the same id.
+  const call = (req: Record<string, unknown>) =>
+    new Promise<BridgeEvent>((resolve) => {
+      const id = nextId++;
+      if (!serve) {
+        resolve({ type: "result", error: "the facets bridge is not running" });
+        return;
+      }
+      pending.set(id, resolve);
+      request({ ...req, id });
+    });
+  const failPending = (error: string) => {
+    for (const [, resolve] of pending) resolve({ type: "result", error });
+    pending.clear();
+  };
+
+  // failStart ends a Pi whose start failed the way Pi ends one started with
+  // a bad --model: the error on stderr and exit status 1, in every mode.
+  // Pi reports its own startup errors before any mode runs; an extension
+  // runs inside the mode, so it asks for the shutdown (the TUI and RPC quit
+  // at once; print mode ends after its prompt, which the input handler
+  // blocks) and sets the status on exit, after the modes' own
+  // process.exit(0) and after the TUI has restored the terminal.
+  let fatal: string | undefined;
+  function failStart(ctx: ExtensionContext, msg: string) {
+    fatal = `Cannot start agent: ${msg}`;
+    const text = fatal;
+    if (ctx.mode === "rpc") ctx.ui.notify(text, "error");
+    process.exitCode = 1;
+    process.once("exit", () => {
+      process.stderr.write(`facets: ${text}\n`);
+      process.exitCode = 1;
+    });
+    ctx.shutdown();
+  }
+
+  function onEvent(e: BridgeEvent) {
+    switch (e.type) {
+      case "delivery": {
+        const text = e.text ?? "";
+        if (!ctxRef?.model) {
+          // Left in the inbox: the next scan offers it again once a model is selected.
+          request({ op: "release", text });
+          if (!noModelReported) report("Cannot deliver talk: the receiving Pi has no selected model.");
+          noModelReported = true;
+          break;
+        }
+        try {
+          inflight().add(text);
+          pi.sendUserMessage(text, { deliverAs: "followUp", expandPromptTemplates: false });
+          noModelReported = false;
+        } catch (err) {
+          inflight().delete(text);
+          request({ op: "release", text });
+          report(`Facets delivery failed: ${String(err)}`);
+        }
+        break;
+      }
+      case "result":
+        if (e.id !== undefined) {
+          pending.get(e.id)?.(e);
+          pending.delete(e.id);
+        }
+        break;
+      case "problem":
+        report(`Facets channel error: ${e.error}`);
+        break;
+      case "interrupt":
+        if (ctxRef && !ctxRef.isIdle()) ctxRef.abort();
+        break;
+      case "close":
+        ctxRef?.abort();
+        ctxRef?.shutdown();
+        break;
+    }
+  }
+
+  function startServe(ctx: ExtensionContext) {
+    const args = ["pi-extension", "serve", "--role", isSub ? "sub" : "main"];
+    if (!isSub) args.push("--main-session", ctx.sessionManager.getSessionId());
+    let child: ChildProcess;
+    try {
+      child = spawn(FACETS, args, { stdio: ["pipe", "pipe", "pipe"] });
+    } catch (err) {
+      report(`Cannot start facets serve: ${String(err)}`);
+      return;
+    }
+    // Every stream of the child gets an error handler: an unhandled one
+    // (EPIPE when facets serve has died) would crash Pi.
+    child.on("error", (err) => report(`Cannot start facets serve: ${String(err)}`));
+    child.stdin?.on("error", () => {});
+    child.stdout?.on("error", (err) => report(`facets serve output: ${String(err)}`));
+    child.stderr?.on("error", () => {});
+    child.stderr?.on("data", (d) => report(String(d).trim()));
+    child.on("exit", (code, signal) => {
+      if (serve !== child) return; // shut down by us
+      serve = undefined;
+      failPending("the facets bridge stopped");
+      report(`facets serve stopped (${signal ?? `exit status ${code}`}); channel deliveries stop until Pi restarts.`);
+    });
+    // readline also splits on U+2028/U+2029, which is safe here only
+    // because Go's JSON encoder always escapes both.
+    if (child.stdout)
+      createInterface({ input: child.stdout }).on("line", (line) => {
+        try {
+          onEvent(JSON.parse(line) as BridgeEvent);
+        } catch (err) {
+          report(`bad facets serve output: ${String(err)}`);
+        }
+      });
+    serve = child;
+    // Receipts already in the session suppress redelivery after a restart.
+    for (const entry of ctx.sessionManager.getEntries() as SessionEntry[]) {
+      const text = entry.type === "message" ? textOf(entry.message) : undefined;
+      if (text?.startsWith(DELIVERY_PREFIX)) request({ op: "receipt", text });
+    }
+    for (const text of inflight()) request({ op: "inflight", text });
+    const file = ctx.sessionManager.getSessionFile();
+    if (isSub && file) request({ op: "session", sessionId: ctx.sessionManager.getSessionId(), sessionFile: file });
+    request({ op: "ready" });
+  }
+
+  const isMCP = (t: ToolInfo) => t.sourceInfo?.path === "builtin:mcp";
+  async function applyProfile(ctx: ExtensionContext, p: NonNullable<Plan["profile"]>) {
+    const all = pi.getAllTools();
+    const missing = p.tools.filter((t) => !all.some((x) => x.name === t && x.exposure !== "hidden"));
+    if (missing.length) throw new Error(`Profile '${p.name}' references unknown tools: ${missing.join(", ")}.`);
+    if (p.provider && p.modelId) {
+      const model = ctx.modelRegistry.find(p.provider, p.modelId);
+      if (!model) throw new Error(`Profile '${p.name}' model '${p.provider}/${p.modelId}' is unavailable.`);
+      if (!(await pi.setModel(model))) throw new Error(`Profile '${p.name}' model '${p.provider}/${p.modelId}' has no usable credentials.`);
+    }
+    if (p.thinkingLevel) {
+      // Pi validates the level; the profile passes it through unchanged.
+      pi.setThinkingLevel(p.thinkingLevel as ThinkingLevel);
+      if (pi.getThinkingLevel() !== p.thinkingLevel)
+        report(`Profile '${p.name}' thinking level '${p.thinkingLevel}' became '${pi.getThinkingLevel()}' for this model.`, "warning");
+    }
+    // Direct MCP tools stay as Pi's own configuration made them. codemode
+    // and tool_search are not kept: the active set is exactly the profile's
+    // tools (plus talk in a Sub), even though a Sub's launch argv enables them.
+    const mcp = pi.getActiveTools().filter((t) => all.some((x) => x.name === t && isMCP(x)));
+    pi.setActiveTools([...p.tools, ...mcp]);
+    const missingActive = p.tools.filter((t) => !pi.getActiveTools().includes(t));
+    if (missingActive.length) throw new Error(`Profile '${p.name}' could not activate tools: ${missingActive.join(", ")}.`);
+  }
+
+  // runFacets runs a runtime command with --format json and turns its
+  // {"ok","text",...} answer into a tool result or a thrown error.
+  async function runFacets(args: string[], input?: string, signal?: AbortSignal, closes = false): Promise<RunnerAnswer> {
+    const r = await run([...args, "--format", "json", "--main-session", mainSession()], { cwd: ctxRef?.cwd, input, signal });
+    let out: RunnerAnswer;
+    try {
+      out = JSON.parse(r.stdout) as RunnerAnswer;
+    } catch {
+      throw new Error(r.stderr.trim() || `facets ${args[0]} exited with status ${r.code}`);
+    }
+    if (!out.ok) throw new Error(out.error ?? `facets ${args[0]} failed`);
+    request({ op: "scan", ...(closes && typeof out.runId === "string" ? { closed: out.runId } : {}) });
+    return out;
+  }
+  // launchArgs are the Main facts a launch needs: the bridge for the Sub,
+  // the Main's cwd, its trust and role packs for the compile, and where each
+  // of its tools comes from (facets picks the extensions a Sub must load).
+  const launchArgs = () => ["--bridge", SELF, "--main-cwd", ctxRef?.cwd ?? ".", trusted ? "--trust" : "--no-trust",
+    ...rolePacks.flatMap((p) => ["--role-pack", p]),
+    ...pi.getAllTools().flatMap((t) => ["--tool-source",
+      JSON.stringify({ name: t.name, path: t.sourceInfo?.path ?? "", source: t.sourceInfo?.source ?? "" })])];
+
+  // registerTools registers the plan's tools once per extension instance.
+  // Names, descriptions and schemas come from Go; this only executes them.
+  function registerTools(tools: PlanTool[]) {
+    for (const t of tools) {
+      if (registeredTools.has(t.name)) continue;
+      registeredTools.add(t.name);
+      pi.registerTool({
+        name: t.name,
+        label: t.name,
+        description: t.description,
+        parameters: t.parameters,
+        exposure: t.exposure,
+        executionMode: t.executionMode,
+        async execute(_id: string, params: Params, signal: AbortSignal | undefined) {
+          const input = t.input !== undefined ? String(params[t.input] ?? "") : undefined;
+          if (t.serve) {
+            const r = await call({ op: t.serve, text: input });
+            if (r.error) throw new Error(r.error);
+            return { content: [{ type: "text" as const, text: r.text ?? "" }], details: { messageId: r.messageId }, terminate: t.terminate };
+          }
+          const { ok: _ok, text, ...details } = await runFacets(toolArgs(t, params, launchArgs), input, signal, t.closes);
+          return { content: [{ type: "text" as const, text: text ?? "" }], details, terminate: t.terminate };
+        },
+      });
+    }
+  }
+
+  const mainSession = () => ctxRef?.sessionManager.getSessionId() ?? "";
+  if (!isSub) {
+    pi.registerFlag("profile", { description: "Start with a Facets profile (model, thinking, tools, skills, instructions)", type: "string" });
+    pi.registerCommand("profiles", {
+      description: "List Facets profiles with their invocation mode and diagnostics",
+      handler: async (_args, ctx) => {
+        const p = plan?.profiles ?? { text: startError ?? "Facets is not loaded.", level: "warning" as const };
+        if (ctx.hasUI) ctx.ui.notify(p.text, p.level);
+        else process.stdout.write(p.text + "\n");
+      },
+    });
+  }
+
+  pi.on("session_start", async (event, ctx) => {
+    ctxRef = ctx;
+    startError = undefined;
+    // Role packs register synchronously on the shared bus; the compiler
+    // reads them (facets has no trust logic of its own: Pi's decision is passed on).
+    const packs: string[] = [];
+    pi.events.emit(ROLE_DISCOVERY, { apiVersion: 1, register: (p: unknown) => typeof p === "string" && packs.push(p) });
+    rolePacks = packs;
+    trusted = ctx.isProjectTrusted();
+    const args = ["pi-extension", "plan", "--role", isSub ? "sub" : "main", "-C", ctx.cwd, trusted ? "--trust" : "--no-trust"];
+    for (const p of packs) args.push("--role-pack", p);
+    const flag = isSub ? undefined : pi.getFlag("profile");
+    const profile = typeof flag === "string" ? flag : undefined;
+    if (profile) args.push("--profile", profile);
+    const r = await run(args, { cwd: ctx.cwd });
+    try {
+      plan = JSON.parse(r.stdout) as Plan;
+    } catch {
+      plan = undefined;
+      startError = r.stderr.trim() || `facets pi-extension plan exited with status ${r.code}`;
+    }
+    if (plan?.error) startError = plan.error;
+    for (const w of plan?.warnings ?? []) report(w, "warning");
+    registerTools(plan?.tools ?? []);
+    if (plan?.profile && !startError) {
+      try {
+        await applyProfile(ctx, plan.profile);
+        if (ctx.hasUI) {
+          if (isSub) ctx.ui.setStatus("facets", `sub · ${plan.profile.name}`);
+          else ctx.ui.setStatus("facets-profile", `profile:${plan.profile.name}`);
+        }
+      } catch (err) {
+        startError = (err as Error).message;
+      }
+    }
+    if (!startError) {
+      startServe(ctx);
+      return;
+    }
+    if (isSub) {
+      // A Sub that cannot start tells its Main, which would otherwise wait
+      // for it forever, and quits.
+      const r = await run(["channel", "send", "--direction", "to-main"], { input: `Unable to initialize Sub profile: ${startError}` });
+      if (r.code !== 0) report(r.stderr.trim() || `facets channel send exited with status ${r.code}`);
+    }
+    // A failure at startup ends Pi; after a /reload or a session switch the
+    // session stays open and every input is blocked with the error instead.
+    if (isSub || event.reason === "startup") failStart(ctx, startError);
+    else report(`Cannot start agent: ${startError}`);
+  });
+
+  pi.on("resources_discover", async () => {
+    for (const c of plan?.commands ?? []) {
+      if (registered.has(c.name)) continue;
+      if (pi.getCommands().some((x) => x.name === c.name)) {
+        report(`Cannot register /${c.name}: another command already uses that name.`, "warning");
+        continue;
+      }
+      registered.add(c.name);
+      pi.registerCommand(c.name, {
+        description: c.description,
+        handler: async (args) => {
+          // The runtime binds, reuses or resumes this Main's Sub of the
+          // profile and wraps the task; nothing is added to Main's conversation.
+          try {
+            const out = await runFacets(["invoke", ...launchArgs(), "--profile", c.profile, ...(args.trim() ? ["--task", args.trim()] : [])]);
+            report(out.text ?? "", "info");
+          } catch (err) {
+            report((err as Error).message);
+          }
+        },
+      });
+    }
+    return { skillPaths: plan?.profile?.skills ?? [] };
+  });
+
+  // herdr types only plan.kickoff into a new Sub; the task itself stays in
+  // the channel manifest, off every command line, and replaces it here.
+  let kickedOff = false;
+  pi.on("input", async (event) => {
+    if (startError) {
+      // A failed start prints its error once, on exit.
+      if (!fatal) report(`Cannot start agent: ${startError}`);
+      return { action: "handled" as const };
+    }
+    if (isSub && !kickedOff && plan?.kickoff && plan.task && event.text.trim() === plan.kickoff) {
+      kickedOff = true;
+      return { action: "transform" as const, text: plan.task };
+    }
+    return { action: "continue" as const };
+  });
+
+  pi.on("before_agent_start", async (event) => {
+    const sections = (event.systemPromptOptions.sections ??= {});
+    for (const [k, v] of Object.entries(plan?.sections ?? {})) {
+      if (v) sections[k] = v;
+      else delete sections[k];
+    }
+  });
+
+  pi.on("message_end", async (event) => {
+    const text = textOf(event.message);
+    if (!text?.startsWith(DELIVERY_PREFIX)) return;
+    inflight().delete(text);
+    request({ op: "receipt", text });
+  });
+  // A Sub's turn id changes with each user input of a run (the first one
+  // and every follow-up), so a late interrupt_sub cannot cancel later work.
+  let userInputs = 0;
+  pi.on("agent_start", async () => {
+    userInputs = 0;
+    if (isSub) request({ op: "turn-start" });
+  });
+  pi.on("message_start", async (event) => {
+    if (isSub && event.message.role === "user" && ++userInputs > 1) request({ op: "turn-start" });
+  });
+  pi.on("agent_settled", async (event, ctx) => {
+    if (isSub) request({ op: "turn-end" });
+    if (ctx.hasPendingMessages()) return;
+    if (!event.aborted) inflight().clear();
+    request({ op: "settled", aborted: event.aborted });
+  });
+  pi.on("session_shutdown", async (event) => {
+    if (isSub && event.reason === "quit") request({ op: "quit" });
+    const child = serve;
+    serve = undefined;
+    child?.stdin?.end();
+    failPending("facets bridge shut down");
+  });
+}
