@@ -28,7 +28,9 @@ const (
 // sources it was compiled from (see OpenSnapshot and compareSnapshot); no
 // diagnostics means it is current. A manifest of another format version is
 // reported as stale, not as an error, because recompiling fixes it; a
-// missing or malformed manifest is an error.
+// missing or malformed manifest is an error. A manifest that lies in
+// another project than the one it was compiled in (a copied or moved
+// checkout) is one manifest-moved diagnostic (see movedSnapshot).
 //
 // opts supplies what the manifest does not record: the home directory, the
 // role packs and bundled roles, and a trust override. A snapshot compiled
@@ -39,12 +41,21 @@ func VerifyFile(schema *cue.Schema, path string, opts Options) ([]Diagnostic, er
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
 	var head struct {
-		Version *int `json:"version"`
+		Version  *int   `json:"version"`
+		Cwd      string `json:"cwd"`
+		AgentDir string `json:"agentDir"`
 	}
 	if json.Unmarshal(data, &head) == nil && head.Version != nil && *head.Version != manifest.Version {
 		return []Diagnostic{{Severity: Error, Code: CodeManifestVersion, File: path,
 			Message: fmt.Sprintf("manifest format version %d differs from this facets (version %d)", *head.Version, manifest.Version),
 			Hint:    "recompile it with facets compile --out"}}, nil
+	}
+	// A copied checkout's snapshot would be compared with the original's
+	// files; that it was moved is the one thing to say.
+	if filepath.IsAbs(head.Cwd) {
+		if d := movedSnapshot(path, head.Cwd, head.AgentDir); d != nil {
+			return []Diagnostic{*d}, nil
+		}
 	}
 	_, ds, err := OpenSnapshot(schema, path, data, opts)
 	return ds, err

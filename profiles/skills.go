@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/facets-dev/facets/compiler/diag"
+	"github.com/facets-dev/facets/internal/safefile"
 )
 
 // Bounds of the private-skills walk, so a skills/ symlink to / or to a
@@ -31,10 +32,12 @@ const (
 // one problem, beyond MaxSkillDepth levels or MaxSkillEntries entries.
 // real resolves the profile directory's symlinks; nil resolves afresh.
 func PrivateSkills(profileDir, subject string, real *RealPaths) ([]string, []diag.Diagnostic) {
-	return privateSkills(profileDir, subject, real, MaxSkillDepth, MaxSkillEntries)
+	return privateSkills(profileDir, subject, real, MaxSkillDepth, MaxSkillEntries, stat)
 }
 
-func privateSkills(profileDir, subject string, real *RealPaths, maxDepth, maxEntries int) ([]string, []diag.Diagnostic) {
+// privateSkills is PrivateSkills with its bounds and its stat (which a
+// test replaces to model a case-insensitive file system) as parameters.
+func privateSkills(profileDir, subject string, real *RealPaths, maxDepth, maxEntries int, stat func(string, *syscall.Stat_t) error) ([]string, []diag.Diagnostic) {
 	root := filepath.Join(profileDir, "skills")
 	var skills []string
 	var probs []diag.Diagnostic
@@ -82,14 +85,16 @@ func privateSkills(profileDir, subject string, real *RealPaths, maxDepth, maxEnt
 			return stat(skill, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG
 		}
 		// skills/ itself is rarely a skill and is listed anyway, so its
-		// listing, not a stat, says whether a SKILL.md is there; below it,
-		// one stat spares listing a skill's own files.
+		// listing says whether a SKILL.md may be there; below it, one stat
+		// spares listing a skill's own files. The listing only rules out:
+		// the stat decides, so on a case-insensitive file system a
+		// skill.md makes skills/ a skill, as it does for Pi.
 		if !isRoot && isSkill() {
 			skills = append(skills, skill)
 			return
 		}
 		des, err := os.ReadDir(dir)
-		if isRoot && err == nil && slices.ContainsFunc(des, func(de fs.DirEntry) bool { return de.Name() == "SKILL.md" }) && isSkill() {
+		if isRoot && err == nil && slices.ContainsFunc(des, func(de fs.DirEntry) bool { return strings.EqualFold(de.Name(), "SKILL.md") }) && isSkill() {
 			skills = append(skills, skill)
 			return
 		}
@@ -132,6 +137,15 @@ func privateSkills(profileDir, subject string, real *RealPaths, maxDepth, maxEnt
 					continue
 				}
 				skills = append(skills, p)
+			default:
+				// A FIFO, device or socket where a skill file would be
+				// (a link to /dev/zero included) is never read; say so
+				// rather than let the skill vanish from the launch.
+				if (isRoot && strings.HasSuffix(name, ".md")) || strings.EqualFold(name, "SKILL.md") {
+					probs = append(probs, diag.Diagnostic{Severity: diag.Error, File: p, Code: "unreadable-skills", Subject: subject,
+						Message: fmt.Sprintf("skill %s is %s, not a regular file; it is not loaded", p, safefile.Kind(modeOf(st.Mode))),
+						Hint:    "replace it with a regular Markdown file, or remove it"})
+				}
 			}
 		}
 	}
@@ -361,4 +375,60 @@ func retryEINTR(call func() error) error {
 			return err
 		}
 	}
+}
+
+// modeOf is the fs.FileMode type bits of a stat mode, for safefile.Kind.
+func modeOf(m uint32) fs.FileMode {
+	switch m & syscall.S_IFMT {
+	case syscall.S_IFIFO:
+		return fs.ModeNamedPipe
+	case syscall.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case syscall.S_IFBLK:
+		return fs.ModeDevice
+	case syscall.S_IFSOCK:
+		return fs.ModeSocket
+	}
+	return fs.ModeIrregular
+}
+
+// maxSkillNames bounds how many entries SkillNames reads from each skills
+// directory, so a huge directory cannot stall an editor's completion.
+const maxSkillNames = 1000
+
+// SkillNames lists the skill names a profile's skills entry can use, as
+// ResolveSkill would find them: the skills in <agentDir>/skills,
+// ~/.agents/skills and, when trusted, each ancestor's .pi/skills and
+// .agents/skills (a directory with SKILL.md, or a file, named without
+// ".md"). The result is sorted and without duplicates.
+func SkillNames(env Env, trusted bool) []string {
+	dirs := []string{filepath.Join(env.AgentDir, "skills")}
+	if env.Home != "" {
+		dirs = append(dirs, filepath.Join(env.Home, ".agents", "skills"))
+	}
+	if trusted {
+		for _, d := range Ancestors(env.Cwd) {
+			dirs = append(dirs, filepath.Join(d, ".pi", "skills"), filepath.Join(d, ".agents", "skills"))
+		}
+	}
+	var names []string
+	for _, dir := range dirs {
+		f, err := os.Open(dir)
+		if err != nil {
+			continue
+		}
+		entries, _ := f.ReadDir(maxSkillNames)
+		f.Close()
+		for _, e := range entries {
+			name := strings.TrimSuffix(e.Name(), ".md")
+			if name == "" || !IsNamedSkill(name) {
+				continue
+			}
+			if _, ok := skillAt(filepath.Join(dir, e.Name())); ok {
+				names = append(names, name)
+			}
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/facets-dev/facets/compiler/diag"
@@ -50,7 +52,7 @@ func TestPrivateSkillsWalkIsBounded(t *testing.T) {
 			dir := t.TempDir()
 			tc.setup(t, filepath.Join(dir, "skills"))
 			var probs []diag.Diagnostic
-			safefiletest.Within(t, func() { _, probs = privateSkills(dir, "p", nil, MaxSkillDepth, testEntries) })
+			safefiletest.Within(t, func() { _, probs = privateSkills(dir, "p", nil, MaxSkillDepth, testEntries, stat) })
 			if len(probs) != 1 || probs[0].Code != "skills-walk-stopped" || !strings.Contains(probs[0].Message, tc.want) {
 				t.Fatalf("problems = %+v, want one skills-walk-stopped mentioning %q", probs, tc.want)
 			}
@@ -119,5 +121,72 @@ func TestRealPathsMatchesEvalSymlinks(t *testing.T) {
 	}
 	if got := r.Real("/"); got != "/" {
 		t.Errorf("Real(/) = %s", got)
+	}
+}
+
+// TestPrivateSkillsReportSpecialFiles: a FIFO or a link to /dev/zero
+// where a skill file would be is a problem naming it, never a skill that
+// silently vanishes from the launch (named in "skills", the same file is
+// an unknown-skill error). Special files that could be no skill are
+// ignored like any other non-skill file.
+func TestPrivateSkillsReportSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	skills := filepath.Join(dir, "skills")
+	os.MkdirAll(filepath.Join(skills, "d"), 0o755)
+	os.WriteFile(filepath.Join(skills, "ok.md"), []byte("x"), 0o644)
+	for _, p := range []string{"a.md", "d/SKILL.md", "notes"} {
+		if err := syscall.Mkfifo(filepath.Join(skills, p), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Symlink("/dev/zero", filepath.Join(skills, "z.md"))
+	var got []string
+	var probs []diag.Diagnostic
+	safefiletest.Within(t, func() { got, probs = PrivateSkills(dir, "p", nil) })
+	if want := []string{filepath.Join(skills, "ok.md")}; !slices.Equal(got, want) {
+		t.Errorf("skills = %v, want %v", got, want)
+	}
+	var files []string
+	for _, p := range probs {
+		if p.Code != "unreadable-skills" || p.Severity != diag.Error || !strings.Contains(p.Message, p.File) {
+			t.Errorf("problem %+v", p)
+		}
+		files = append(files, strings.TrimPrefix(p.File, skills+"/"))
+	}
+	slices.Sort(files)
+	if want := []string{"a.md", "d/SKILL.md", "z.md"}; !slices.Equal(files, want) {
+		t.Errorf("problems name %v, want %v", files, want)
+	}
+}
+
+// TestRootSkillFileMatchesAsFileSystemDoes: on a case-insensitive file
+// system (modelled by a stat that folds case, as macOS's default does)
+// skills/skill.md is skills/SKILL.md, which makes skills/ one skill.
+func TestRootSkillFileMatchesAsFileSystemDoes(t *testing.T) {
+	dir := t.TempDir()
+	skills := filepath.Join(dir, "skills")
+	os.Mkdir(skills, 0o755)
+	os.WriteFile(filepath.Join(skills, "skill.md"), []byte("x"), 0o644)
+	foldingStat := func(p string, st *syscall.Stat_t) error {
+		err := stat(p, st)
+		if err == nil {
+			return nil
+		}
+		des, _ := os.ReadDir(filepath.Dir(p))
+		for _, de := range des {
+			if strings.EqualFold(de.Name(), filepath.Base(p)) {
+				return stat(filepath.Join(filepath.Dir(p), de.Name()), st)
+			}
+		}
+		return err
+	}
+	got, probs := privateSkills(dir, "p", nil, MaxSkillDepth, MaxSkillEntries, foldingStat)
+	if want := []string{filepath.Join(skills, "SKILL.md")}; len(probs) != 0 || !slices.Equal(got, want) {
+		t.Errorf("case-insensitive: skills %v, problems %v; want %v", got, probs, want)
+	}
+	// Case-sensitive, the same file is a single-file skill.
+	got, _ = PrivateSkills(dir, "p", nil)
+	if want := []string{filepath.Join(skills, "skill.md")}; !slices.Equal(got, want) {
+		t.Errorf("case-sensitive: skills %v, want %v", got, want)
 	}
 }

@@ -42,4 +42,21 @@ func TestFeatureExitCodes(t *testing.T) {
 	run("schema install", exitOK, "schema", "--install")
 	// The new profile is a source the snapshot has not seen.
 	run("stale", exitDiagnostics, "verify", manifest)
+	// A snapshot committed in a project and copied to another is stale.
+	projA, projB := t.TempDir(), t.TempDir()
+	for _, d := range []string{projA, projB} {
+		os.MkdirAll(filepath.Join(d, ".pi"), 0o755)
+	}
+	committed := filepath.Join(projA, "facets.manifest.json")
+	run("compile in projA", exitOK, "compile", "-C", projA, "--out", committed)
+	run("verify in projA", exitOK, "verify", committed)
+	b, err := os.ReadFile(committed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := filepath.Join(projB, "facets.manifest.json")
+	if err := os.WriteFile(copied, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run("moved", exitDiagnostics, "verify", copied)
 }
