@@ -519,6 +519,51 @@ func TestContract(t *testing.T) {
 			func(r map[string]any) bool { return num(r["agent"], "state_change_seq") > before })
 	})
 
+	// Herdr: src/cli/agent.rs wait_for_named_agent and src/terminal/state.rs
+	// (begin_managed_agent; tests/cli/agents.rs
+	// agent_start_follows_its_named_terminal_when_the_pane_moves gets the
+	// named agent while its start still waits). Until the settle delay has
+	// passed and the detected agent is idle, the agent is launch_pending,
+	// agent prompt answers agent_not_ready, and agent start has not
+	// answered; then it answers interactive_ready. A real server needs a
+	// terminal for this; the fake models the outcome with a 300 ms settle.
+	t.Run("a starting agent is launch_pending until it is ready", func(t *testing.T) {
+		h.t = t
+		tab, pane, _ := h.newTab("settle")
+		defer h.run("tab", "close", tab)
+		started := make(chan string, 1)
+		go func() {
+			out, errs, _ := h.run("agent", "start", "settling", "--kind", "pi", "--pane", pane, "--timeout", "30000")
+			started <- out + errs
+		}()
+		var pending map[string]any
+		for pending == nil {
+			if out, _, code := h.run("agent", "get", "settling"); code == 0 {
+				var env struct {
+					Result struct{ Agent map[string]any }
+				}
+				if json.Unmarshal([]byte(out), &env) == nil && env.Result.Agent["launch_pending"] == true {
+					pending = env.Result.Agent
+				}
+			}
+			select {
+			case out := <-started:
+				t.Fatalf("agent start answered before agent get saw launch_pending: %s", out)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		if pending["interactive_ready"] == true {
+			t.Errorf("agent get while launch_pending = %v, want no interactive_ready", pending)
+		}
+		h.fails("agent_not_ready", "agent", "prompt", "settling", "too early")
+		var r struct {
+			Result struct{ Agent map[string]any }
+		}
+		if out := <-started; json.Unmarshal([]byte(out), &r) != nil || r.Result.Agent["interactive_ready"] != true || r.Result.Agent["launch_pending"] == true {
+			t.Errorf("agent start = %s, want interactive_ready and no launch_pending", out)
+		}
+	})
+
 	// Herdr: tests/cli/agents.rs agent_start_and_rename_reject_invalid_names.
 	t.Run("agent start rejects invalid names", func(t *testing.T) {
 		h.t = t
@@ -658,6 +703,27 @@ func TestContractShellStartup(t *testing.T) {
 		h.waitForShell(pane)
 		h.fails("invalid_agent_timeout", "agent", "start", "worker", "--kind", "pi", "--pane", pane, "--timeout", "3000")
 	})
+}
+
+// TestContractStartTimeout follows tests/cli/agents.rs
+// agent_start_timeout_releases_the_name_for_reuse (with a second tab where
+// Herdr's test splits the pane): a pi that Herdr never detects ends agent
+// start in timeout, and the name is free again at once.
+func TestContractStartTimeout(t *testing.T) {
+	h := newContractServer(t, serverOptions{undetectedPi: true})
+	h.ws, _ = h.newWorkspace()
+	_, pane, _ := h.newTab("start")
+	_, reuse, _ := h.newTab("reuse")
+	h.silent("pane", "report-agent", reuse, "--source", "custom:reuse", "--agent", "pi", "--state", "idle")
+	h.fails("timeout", "agent", "start", "worker", "--kind", "pi", "--pane", pane, "--timeout", "3100")
+	if r := h.ok("agent", "rename", reuse, "worker"); str(r["agent"], "name") != "worker" {
+		t.Errorf("agent rename after the timed-out start = %v", r)
+	}
+	// Herdr: tests/cli/agents.rs agent_start_and_rename_reject_invalid_names (the rename half).
+	const want = "agent name must start with a lowercase letter and contain only lowercase letters, digits, '-' or '_' (1-32 characters)"
+	if msg := h.fails("invalid_agent_name", "agent", "rename", reuse, "reviewer one"); msg != want {
+		t.Errorf("message %q, want %q", msg, want)
+	}
 }
 
 func mustRun(h *contractHerdr, args ...string) string {
