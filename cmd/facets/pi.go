@@ -108,7 +108,7 @@ func extensionDir(a *app, dir, agentDir string) (string, error) {
 // the extension can show the error inside Pi.
 func newPiPlanCmd(a *app) *cobra.Command {
 	src := sourceFlags{noDigests: true}
-	var role, profile, manifest, extVersion string
+	var role, profile, manifest, extVersion, mainSession string
 	var protocol int
 	cmd := &cobra.Command{
 		Use:    "plan --role main|sub [--profile NAME] [--protocol N --extension-version V]",
@@ -132,6 +132,7 @@ func newPiPlanCmd(a *app) *cobra.Command {
 					break
 				}
 				plan = pibridge.MainPlan(m, ds, profile)
+				plan.Serve = pibridge.HasRuns(channel.RuntimeRoot(a.getenv), mainSession)
 				if warning != "" {
 					plan.Warnings = append(plan.Warnings, warning)
 				}
@@ -142,6 +143,7 @@ func newPiPlanCmd(a *app) *cobra.Command {
 					break
 				}
 				plan = pibridge.SubPlan(c.Manifest().Profile, c.Manifest().Origin)
+				plan.Serve = true
 				if plan.Error == "" && c.Manifest().Task != "" {
 					plan.Kickoff, plan.Task = launch.KickoffPrompt, c.Manifest().Task
 				}
@@ -158,6 +160,7 @@ func newPiPlanCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&profile, "profile", "", "startup profile of a Main (pi --profile)")
 	cmd.Flags().StringVar(&manifest, "manifest", a.getenv(envvar.Manifest), "frozen manifest from facets compile --out (default $"+envvar.Manifest+"; if unset, compile the sources now)")
 	handshakeFlags(cmd, &protocol)
+	cmd.Flags().StringVar(&mainSession, "main-session", "", "Pi session id of the Main (role main): whether it has runs to serve")
 	cmd.Flags().StringVar(&extVersion, "extension-version", "", "build version of the facets that installed the extension (the handshake)")
 	return cmd
 }

@@ -4,11 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/facets-dev/facets/compiler/diag"
 	"github.com/facets-dev/facets/compiler/manifest"
+	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
 	"github.com/facets-dev/facets/runtime/subs"
 )
@@ -66,6 +70,22 @@ type Plan struct {
 	Task    string `json:"task,omitempty"`
 	// Warnings are shown once at startup, one line each (a stale snapshot).
 	Warnings []string `json:"warnings,omitempty"`
+	// Serve asks the extension to start facets serve at startup: always
+	// for a Sub; for a Main only when it already has run channels (a
+	// restarted session). Otherwise a Main starts it after its first
+	// runtime command, so a Pi that never delegates spawns one facets
+	// process at startup, not two.
+	Serve bool `json:"serve,omitempty"`
+}
+
+// HasRuns reports whether the Main session mainSession has run channels
+// under the runtime root, i.e. Subs whose deliveries its serve must watch.
+func HasRuns(root, mainSession string) bool {
+	if mainSession == "" {
+		return true // unknown session: be safe and serve
+	}
+	entries, err := os.ReadDir(filepath.Join(root, channel.Safe(mainSession)))
+	return err != nil && !errors.Is(err, fs.ErrNotExist) || len(entries) > 0
 }
 
 // ActiveProfile is the launch snapshot the extension applies to Pi.

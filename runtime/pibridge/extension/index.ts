@@ -38,6 +38,7 @@ type Plan = {
   kickoff?: string;
   task?: string;
   warnings?: string[];
+  serve?: boolean;
 };
 // PlanTool is a model-facing tool as the Go plan defines it (pibridge.Tool):
 // its text and schema, and how a call maps onto a facets command.
@@ -338,6 +339,7 @@ export default function (pi: ExtensionAPI) {
       throw new Error(r.stderr.trim() || `facets ${args[0]} exited with status ${r.code}`);
     }
     if (!out.ok) throw new Error(out.error ?? `facets ${args[0]} failed`);
+    if (!serve && ctxRef && plan && !startError) startServe(ctxRef);
     request({ op: "scan", ...(closes && typeof out.runId === "string" ? { closed: out.runId } : {}) });
     return out;
   }
@@ -404,6 +406,7 @@ export default function (pi: ExtensionAPI) {
     const flag = isSub ? undefined : pi.getFlag("profile");
     const profile = typeof flag === "string" ? flag : undefined;
     if (profile) args.push("--profile", profile);
+    if (!isSub) args.push("--main-session", ctx.sessionManager.getSessionId());
     const r = await run(args, { cwd: ctx.cwd });
     try {
       plan = JSON.parse(r.stdout) as Plan;
@@ -444,7 +447,9 @@ export default function (pi: ExtensionAPI) {
       }
     }
     if (!startError) {
-      startServe(ctx);
+      // A Main without runs starts facets serve with its first runtime
+      // command (runFacets): one process fewer for a Pi that never delegates.
+      if (isSub || plan?.serve) startServe(ctx);
       return;
     }
     if (isSub) {

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# What facets adds to Pi's startup: `pi ... -p hello` to exit with a mock
+# model, in interleaved rounds of four variants, medians in ms:
+#   bare      pi --no-extensions            (no extension at all)
+#   plain     pi                            (Pi's built-in extensions, no facets)
+#   ext       pi, facets extension installed (auto-discovered)
+#   profile   pi --profile worker, installed
+# facets' cost is ext - plain and profile - plain. A benchmark, not a test:
+# run it by hand on a quiet machine (it prints the load average before and
+# after, since other work skews it).
+#
+#   bash runtime/pibridge/bench-startup.sh [ROUNDS]   # default 15
+#
+# Needs the Node and Pi of the real-Pi tests in $FACETS_PI_HOME (default
+# ~/.cache/facets-pi; `go test ./runtime/pibridge` or .ci/run installs them)
+# and Go to build facets. FACETS_BENCH_BIN=path measures that facets binary
+# instead of a fresh build; FACETS_BENCH_EXT=dir installs index.ts from dir
+# (e.g. an older extension) instead of the one embedded in the binary.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+rounds=${1:-15}
+source runtime/pibridge/extension/versions.env
+home=${FACETS_PI_HOME:-$HOME/.cache/facets-pi}
+node=$(ls "$home/node-$node_version"/node_modules/node-*/bin/node)
+cli="$home/pi-$pi_version/node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js"
+[ -x "$node" ] && [ -f "$cli" ] || { echo "no Node/Pi in $home: run go test ./runtime/pibridge once" >&2; exit 1; }
+
+tmp=$(mktemp -d)
+trap 'kill $mock_pid 2>/dev/null || true; rm -rf "$tmp"' EXIT
+facets=${FACETS_BENCH_BIN:-}
+if [ -z "$facets" ]; then
+	facets="$tmp/facets"
+	go build -o "$facets" ./cmd/facets
+fi
+
+# The mock model: an OpenAI chat-completions endpoint that streams one
+# short answer, written in the Node Pi runs on.
+cat > "$tmp/mock.mjs" <<'JS'
+import http from "node:http";
+const srv = http.createServer((req, res) => {
+  req.resume();
+  req.on("end", () => {
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    const c = (delta, finish) => JSON.stringify({ id: "c", object: "chat.completion.chunk", model: "mock-model", choices: [{ index: 0, delta, finish_reason: finish }] });
+    res.end(`data: ${c({ role: "assistant", content: "" }, null)}\n\ndata: ${c({ content: "hi" }, null)}\n\ndata: ${c({}, "stop")}\n\ndata: [DONE]\n\n`);
+  });
+});
+srv.listen(0, "127.0.0.1", () => console.log(srv.address().port));
+JS
+"$node" "$tmp/mock.mjs" > "$tmp/port" &
+mock_pid=$!
+for _ in $(seq 50); do [ -s "$tmp/port" ] && break; sleep 0.1; done
+port=$(cat "$tmp/port")
+
+# Two agent dirs: one without facets, one with the extension installed and a profile.
+setup() { # agentDir
+	mkdir -p "$1/facets/profiles/worker"
+	cat > "$1/models.json" <<JSON
+{"providers":{"mock":{"baseUrl":"http://127.0.0.1:$port/v1","api":"openai-completions","apiKey":"dummy",
+ "models":[{"id":"mock-model","name":"Mock","contextWindow":32000,"maxTokens":1024}]}}}
+JSON
+	echo '{"retry":{"enabled":false},"defaultProvider":"mock","defaultModel":"mock-model","quietStartup":true}' > "$1/settings.json"
+}
+setup "$tmp/agent-plain"
+setup "$tmp/agent-facets"
+echo '{"version":1,"name":"worker","description":"Works","tools":["read","grep"]}' > "$tmp/agent-facets/facets/profiles/worker/config.json"
+PI_CODING_AGENT_DIR="$tmp/agent-facets" "$facets" pi-extension install > /dev/null
+if [ -n "${FACETS_BENCH_EXT:-}" ]; then
+	cp "$FACETS_BENCH_EXT/index.ts" "$tmp/agent-facets/extensions/facets/index.ts"
+fi
+mkdir -p "$tmp/work" "$tmp/home"
+
+run() { # name agentDir args... : one timed run, appended to $tmp/name
+	local name=$1 agent=$2
+	shift 2
+	local t0 t1
+	t0=$(date +%s%N)
+	(cd "$tmp/work" && HOME="$tmp/home" PI_CODING_AGENT_DIR="$agent" PI_OFFLINE=1 PI_TELEMETRY=0 \
+		/usr/bin/time -f "%U %S" -o "$tmp/cpu" "$node" "$cli" --no-session "$@" -p hello > "$tmp/out" 2> "$tmp/err") ||
+		{ echo "$name failed:" >&2; cat "$tmp/err" >&2; exit 1; }
+	t1=$(date +%s%N)
+	grep -q hi "$tmp/out" || { echo "$name: no answer" >&2; exit 1; }
+	echo $(((t1 - t0) / 1000000)) >> "$tmp/$name"
+	# CPU time (user + system) of Pi and the processes it waited for: far
+	# less sensitive to other load than the wall time.
+	awk '{printf "%d\n", ($1 + $2) * 1000}' "$tmp/cpu" >> "$tmp/$name.cpu"
+}
+variants=(bare plain ext profile)
+one() {
+	case $1 in
+	bare) run bare "$tmp/agent-plain" --no-extensions ;;
+	plain) run plain "$tmp/agent-plain" ;;
+	ext) run ext "$tmp/agent-facets" ;;
+	profile) run profile "$tmp/agent-facets" --profile worker ;;
+	esac
+}
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores); $rounds rounds, facets $("$facets" --version | cut -d' ' -f3)"
+for v in "${variants[@]}"; do one "$v"; rm -f "$tmp/$v" "$tmp/$v.cpu"; done # warm-up: page cache
+for r in $(seq "$rounds"); do
+	# Rotate the order each round, so drift in the load hits every variant alike.
+	for i in 0 1 2 3; do one "${variants[$(((r + i) % 4))]}"; done
+done
+median() { sort -n "$tmp/$1" | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2))}'; }
+plain=$(median plain)
+plaincpu=$(median plain.cpu)
+for v in "${variants[@]}"; do
+	m=$(median "$v")
+	c=$(median "$v.cpu")
+	printf '%-8s wall median %5d ms (%+5d vs plain)   cpu median %5d ms (%+5d vs plain)\n' "$v" "$m" $((m - plain)) "$c" $((c - plaincpu))
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
