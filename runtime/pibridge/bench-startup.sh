@@ -14,8 +14,10 @@
 # Needs the Node and Pi of the real-Pi tests in $FACETS_PI_HOME (default
 # ~/.cache/facets-pi; `go test ./runtime/pibridge` or .ci/run installs them)
 # and Go to build facets. FACETS_BENCH_BIN=path measures that facets binary
-# instead of a fresh build; FACETS_BENCH_EXT=dir installs index.ts from dir
-# (e.g. an older extension) instead of the one embedded in the binary.
+# instead of a fresh build. For an A/B comparison in the same interleaved
+# rounds, FACETS_BENCH_BASE=path names a second facets binary (an older
+# build): it adds the variants ext-base and profile-base with the extension
+# that binary installs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rounds=${1:-15}
@@ -65,40 +67,57 @@ setup "$tmp/agent-plain"
 setup "$tmp/agent-facets"
 echo '{"version":1,"name":"worker","description":"Works","tools":["read","grep"]}' > "$tmp/agent-facets/facets/profiles/worker/config.json"
 PI_CODING_AGENT_DIR="$tmp/agent-facets" "$facets" pi-extension install > /dev/null
-if [ -n "${FACETS_BENCH_EXT:-}" ]; then
-	cp "$FACETS_BENCH_EXT/index.ts" "$tmp/agent-facets/extensions/facets/index.ts"
+variants=(bare plain ext profile)
+if [ -n "${FACETS_BENCH_BASE:-}" ]; then
+	setup "$tmp/agent-base"
+	cp -r "$tmp/agent-facets/facets" "$tmp/agent-base/"
+	PI_CODING_AGENT_DIR="$tmp/agent-base" "$FACETS_BENCH_BASE" pi-extension install > /dev/null
+	variants+=(ext-base profile-base)
 fi
 mkdir -p "$tmp/work" "$tmp/home"
+
+# childcpu prints the CPU time (user + system, ms) of every process this
+# shell has waited for, from bash's `times` (millisecond precision); `times`
+# runs in this shell, as a subshell would report its own children only.
+childcpu() {
+	times > "$tmp/times"
+	tail -1 "$tmp/times" | awk '{ms = 0; for (i = 1; i <= 2; i++) {split($i, a, /[ms]/); ms += a[1] * 60000 + a[2] * 1000}; printf "%d\n", ms}'
+}
 
 run() { # name agentDir args... : one timed run, appended to $tmp/name
 	local name=$1 agent=$2
 	shift 2
-	local t0 t1
+	local t0 t1 c0 c1
+	childcpu > "$tmp/c0"
 	t0=$(date +%s%N)
 	(cd "$tmp/work" && HOME="$tmp/home" PI_CODING_AGENT_DIR="$agent" PI_OFFLINE=1 PI_TELEMETRY=0 \
-		/usr/bin/time -f "%U %S" -o "$tmp/cpu" "$node" "$cli" --no-session "$@" -p hello > "$tmp/out" 2> "$tmp/err") ||
+		"$node" "$cli" --no-session "$@" -p hello > "$tmp/out" 2> "$tmp/err") ||
 		{ echo "$name failed:" >&2; cat "$tmp/err" >&2; exit 1; }
 	t1=$(date +%s%N)
+	childcpu > "$tmp/c1"
+	c0=$(cat "$tmp/c0") c1=$(cat "$tmp/c1")
 	grep -q hi "$tmp/out" || { echo "$name: no answer" >&2; exit 1; }
 	echo $(((t1 - t0) / 1000000)) >> "$tmp/$name"
-	# CPU time (user + system) of Pi and the processes it waited for: far
-	# less sensitive to other load than the wall time.
-	awk '{printf "%d\n", ($1 + $2) * 1000}' "$tmp/cpu" >> "$tmp/$name.cpu"
+	# CPU time of Pi and what it waited for (the plan, not a facets serve
+	# that outlives it): far less sensitive to other load than wall time.
+	echo $((c1 - c0)) >> "$tmp/$name.cpu"
 }
-variants=(bare plain ext profile)
 one() {
 	case $1 in
 	bare) run bare "$tmp/agent-plain" --no-extensions ;;
 	plain) run plain "$tmp/agent-plain" ;;
 	ext) run ext "$tmp/agent-facets" ;;
 	profile) run profile "$tmp/agent-facets" --profile worker ;;
+	ext-base) run ext-base "$tmp/agent-base" ;;
+	profile-base) run profile-base "$tmp/agent-base" --profile worker ;;
 	esac
 }
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores); $rounds rounds, facets $("$facets" --version | cut -d' ' -f3)"
 for v in "${variants[@]}"; do one "$v"; rm -f "$tmp/$v" "$tmp/$v.cpu"; done # warm-up: page cache
 for r in $(seq "$rounds"); do
 	# Rotate the order each round, so drift in the load hits every variant alike.
-	for i in 0 1 2 3; do one "${variants[$(((r + i) % 4))]}"; done
+	n=${#variants[@]}
+	for ((i = 0; i < n; i++)); do one "${variants[$(((r + i) % n))]}"; done
 done
 median() { sort -n "$tmp/$1" | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2))}'; }
 plain=$(median plain)
@@ -106,6 +125,6 @@ plaincpu=$(median plain.cpu)
 for v in "${variants[@]}"; do
 	m=$(median "$v")
 	c=$(median "$v.cpu")
-	printf '%-8s wall median %5d ms (%+5d vs plain)   cpu median %5d ms (%+5d vs plain)\n' "$v" "$m" $((m - plain)) "$c" $((c - plaincpu))
+	printf '%-12s wall median %5d ms (%+5d vs plain)   cpu median %5d ms (%+5d vs plain)\n' "$v" "$m" $((m - plain)) "$c" $((c - plaincpu))
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
