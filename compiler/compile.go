@@ -282,7 +282,8 @@ func (c *compilation) profiles(trusted bool) []manifest.Profile {
 				if effective[e.Name] != nil {
 					ds = append(ds, Diagnostic{Severity: Warning, Code: "masked-profile", File: e.ConfigPath, Subject: e.Name,
 						Message: fmt.Sprintf("invalid profile '%s' hides the same-named profile at %s", e.Name, effective[e.Name].entry.ConfigPath),
-						Hint:    "fix this definition or remove it to use the broader one"})
+						Hint:    "fix this definition or remove it to use the broader one",
+						Related: []Related{{File: effective[e.Name].entry.ConfigPath, Note: "the same-named profile this definition hides"}}})
 				}
 				broken[e.Name] = append(broken[e.Name], ds...)
 				delete(effective, e.Name)
@@ -340,6 +341,7 @@ func maskedDiag(d Diagnostic, by string) Diagnostic {
 	if d.Severity == Error {
 		d.Severity = Warning
 		d.Message = fmt.Sprintf("%s (in a masked definition: %s is used instead)", d.Message, by)
+		d.Related = append(slices.Clone(d.Related), Related{File: by, Note: "the nearer definition used instead"})
 	}
 	return d
 }

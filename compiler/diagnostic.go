@@ -24,6 +24,9 @@ const (
 // compiler's many diagnostics reading as plain Diagnostic.
 type Diagnostic = diag.Diagnostic
 
+// Related is a file a diagnostic refers to (see diag.Related).
+type Related = diag.Related
+
 // HasErrors reports whether any diagnostic is an error.
 func HasErrors(ds []Diagnostic) bool {
 	return slices.ContainsFunc(ds, func(d Diagnostic) bool { return d.Severity == Error })
@@ -52,5 +55,8 @@ func SortDiagnostics(ds []Diagnostic) []Diagnostic {
 			cmp.Compare(a.Message, b.Message),
 		)
 	})
-	return slices.Compact(ds)
+	return slices.CompactFunc(ds, func(a, b Diagnostic) bool {
+		return a.Severity == b.Severity && a.Code == b.Code && a.File == b.File && a.Line == b.Line && a.Column == b.Column &&
+			a.Message == b.Message && a.Hint == b.Hint && a.Subject == b.Subject && slices.Equal(a.Related, b.Related)
+	})
 }

@@ -469,7 +469,8 @@ func layerRoles(defs []roleDef) ([]manifest.Role, []Diagnostic) {
 				diags = append(diags, Diagnostic{Severity: Warning, Code: "duplicate-role-name", File: d.file.Path,
 					Message: fmt.Sprintf("Role %q is defined twice in the %s layer: %s and %s; the second wins",
 						d.name, d.file.Layer, prev.Path, d.file.Path),
-					Hint: "give each role file a distinct name", Subject: d.name})
+					Hint: "give each role file a distinct name", Subject: d.name,
+					Related: []Related{{File: prev.Path, Note: "the first definition, which this one replaces"}}})
 			}
 			r.Overrides = append(slices.Clone(prev.Overrides), prev.Path)
 		}
@@ -502,7 +503,8 @@ func layerRoles(defs []roleDef) ([]manifest.Role, []Diagnostic) {
 			for _, d := range ds {
 				diags = append(diags, Diagnostic{Severity: Error, Code: "bundled-role-collision", File: d.file.Path,
 					Message: fmt.Sprintf("Role pack cannot replace bundled role %q; use a global or project override instead.", name),
-					Hint:    fmt.Sprintf("%s; the bundled role %s is kept", providerHint(d.file), bpath), Subject: name})
+					Hint:    fmt.Sprintf("%s; the bundled role %s is kept", providerHint(d.file), bpath), Subject: name,
+					Related: []Related{{File: bpath, Note: "the bundled role that is kept"}}})
 			}
 			continue
 		}
@@ -518,7 +520,11 @@ func layerRoles(defs []roleDef) ([]manifest.Role, []Diagnostic) {
 			}
 			slices.Sort(who)
 			slices.Sort(files)
-			diags = append(diags, Diagnostic{Severity: Error, Code: "duplicate-package-role", File: files[0],
+			var related []Related
+			for _, f := range files[1:] {
+				related = append(related, Related{File: f, Note: "another role pack's definition of " + name})
+			}
+			diags = append(diags, Diagnostic{Severity: Error, Code: "duplicate-package-role", File: files[0], Related: related,
 				Message: fmt.Sprintf("Role %q is contributed by multiple role packs: %s", name, strings.Join(who, ", ")),
 				Hint: fmt.Sprintf("It stays unavailable until only one pack provides it; use a global or project definition for an intentional override. Files: %s",
 					strings.Join(files, ", ")),

@@ -36,6 +36,11 @@ type serverOptions struct {
 	// as herdr's auto-start does (src/server/autodetect.rs); the suite's
 	// own servers, like Herdr's harness, leave it unset.
 	startupCwd string
+	// undetectedPi makes the stand-in pi a process Herdr never detects as
+	// pi (tests/cli/agents.rs agent_start_timeout_releases_the_name_for_reuse:
+	// `unset HERDR_AGENT; exec /bin/sleep 20`); the fake gets startup
+	// "undetected".
+	undetectedPi bool
 }
 
 // contractServer is one running `herdr server` and its private directories.
@@ -139,6 +144,9 @@ func startContractServer(t *testing.T, bin string, fake bool, opts serverOptions
 		report("working")+report("idle")+
 		fmt.Sprintf("  printf '%%s\\n' \"$prompt\" >> %q\n", s.prompts)+
 		"done\n")
+	if opts.undetectedPi {
+		writeScript(t, filepath.Join(piBin, "pi"), "#!/bin/sh\nunset HERDR_AGENT\nexec /bin/sleep 20\n")
+	}
 
 	s.env = append(inheritedEnv(),
 		"XDG_CONFIG_HOME="+config,
@@ -152,7 +160,11 @@ func startContractServer(t *testing.T, bin string, fake bool, opts serverOptions
 		// (AGENT_START_SETTLE_DELAY, 3 s in src/app/agents.rs, before a
 		// detected idle agent is interactive_ready: src/terminal/state.rs)
 		// with a shorter one, and the shell's start with shell_init_ms.
-		ctl := fmt.Sprintf(`{"start_delay_ms":%d,"shell_init_ms":%d}`, fakeSettle.Milliseconds(), opts.shellDelay.Milliseconds())
+		startup := ""
+		if opts.undetectedPi {
+			startup = "undetected"
+		}
+		ctl := fmt.Sprintf(`{"start_delay_ms":%d,"shell_init_ms":%d,"startup":%q}`, fakeSettle.Milliseconds(), opts.shellDelay.Milliseconds(), startup)
 		s.env = append(s.env, "FAKEHERDR_STATE="+state)
 		if err := os.WriteFile(filepath.Join(state, "control.json"), []byte(ctl), 0o600); err != nil {
 			t.Fatal(err)

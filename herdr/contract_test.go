@@ -705,6 +705,27 @@ func TestContractShellStartup(t *testing.T) {
 	})
 }
 
+// TestContractStartTimeout follows tests/cli/agents.rs
+// agent_start_timeout_releases_the_name_for_reuse (with a second tab where
+// Herdr's test splits the pane): a pi that Herdr never detects ends agent
+// start in timeout, and the name is free again at once.
+func TestContractStartTimeout(t *testing.T) {
+	h := newContractServer(t, serverOptions{undetectedPi: true})
+	h.ws, _ = h.newWorkspace()
+	_, pane, _ := h.newTab("start")
+	_, reuse, _ := h.newTab("reuse")
+	h.silent("pane", "report-agent", reuse, "--source", "custom:reuse", "--agent", "pi", "--state", "idle")
+	h.fails("timeout", "agent", "start", "worker", "--kind", "pi", "--pane", pane, "--timeout", "3100")
+	if r := h.ok("agent", "rename", reuse, "worker"); str(r["agent"], "name") != "worker" {
+		t.Errorf("agent rename after the timed-out start = %v", r)
+	}
+	// Herdr: tests/cli/agents.rs agent_start_and_rename_reject_invalid_names (the rename half).
+	const want = "agent name must start with a lowercase letter and contain only lowercase letters, digits, '-' or '_' (1-32 characters)"
+	if msg := h.fails("invalid_agent_name", "agent", "rename", reuse, "reviewer one"); msg != want {
+		t.Errorf("message %q, want %q", msg, want)
+	}
+}
+
 func mustRun(h *contractHerdr, args ...string) string {
 	h.t.Helper()
 	out, errs, code := h.run(args...)

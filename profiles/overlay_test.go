@@ -3,6 +3,7 @@ package profiles
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -77,6 +78,30 @@ func TestOverlay(t *testing.T) {
 			if e.ConfigPath == cfg && (len(e.Problems) != 1 || e.Problems[0].Code != "oversized-config" || e.Config != nil) {
 				t.Errorf("oversized overlay: %+v", e.Problems)
 			}
+		}
+	}
+}
+
+func TestSkillNames(t *testing.T) {
+	root := t.TempDir()
+	env := Env{AgentDir: filepath.Join(root, "agent"), Home: filepath.Join(root, "home"), Cwd: filepath.Join(root, "proj")}
+	for _, p := range []string{
+		"agent/skills/review/SKILL.md", "agent/skills/notes.md", "home/.agents/skills/deploy/SKILL.md",
+		"proj/.pi/skills/local/SKILL.md", "agent/skills/empty-dir/README.md",
+	} {
+		os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o700)
+		os.WriteFile(filepath.Join(root, p), []byte("x"), 0o600)
+	}
+	if got, want := SkillNames(env, false), []string{"deploy", "notes", "review"}; !slices.Equal(got, want) {
+		t.Errorf("untrusted: %v, want %v", got, want)
+	}
+	if got, want := SkillNames(env, true), []string{"deploy", "local", "notes", "review"}; !slices.Equal(got, want) {
+		t.Errorf("trusted: %v, want %v", got, want)
+	}
+	// Every name resolves, as a profile's skills entry would.
+	for _, n := range SkillNames(env, true) {
+		if _, ok := ResolveSkill(n, root, env, true); !ok {
+			t.Errorf("%s does not resolve", n)
 		}
 	}
 }

@@ -165,7 +165,8 @@ func scanProfiles(dir string, scope Scope, ov Overlay) ScopeProfiles {
 		if c.dir != "" && c.legacy != "" {
 			e.Problems = append(e.Problems, diag.Diagnostic{Severity: diag.Error, File: c.dir, Code: "duplicate-profile-form", Subject: name,
 				Message: fmt.Sprintf("duplicate profile '%s' is defined as both a JSON file and a directory", name),
-				Hint:    fmt.Sprintf("keep either %s/config.json or %s.json, not both", name, name)})
+				Hint:    fmt.Sprintf("keep either %s/config.json or %s.json, not both", name, name),
+				Related: []diag.Related{{File: c.legacy, Note: "the legacy file defining the same profile"}}})
 		}
 		out.Entries = append(out.Entries, e)
 	}

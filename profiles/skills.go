@@ -391,3 +391,44 @@ func modeOf(m uint32) fs.FileMode {
 	}
 	return fs.ModeIrregular
 }
+
+// maxSkillNames bounds how many entries SkillNames reads from each skills
+// directory, so a huge directory cannot stall an editor's completion.
+const maxSkillNames = 1000
+
+// SkillNames lists the skill names a profile's skills entry can use, as
+// ResolveSkill would find them: the skills in <agentDir>/skills,
+// ~/.agents/skills and, when trusted, each ancestor's .pi/skills and
+// .agents/skills (a directory with SKILL.md, or a file, named without
+// ".md"). The result is sorted and without duplicates.
+func SkillNames(env Env, trusted bool) []string {
+	dirs := []string{filepath.Join(env.AgentDir, "skills")}
+	if env.Home != "" {
+		dirs = append(dirs, filepath.Join(env.Home, ".agents", "skills"))
+	}
+	if trusted {
+		for _, d := range Ancestors(env.Cwd) {
+			dirs = append(dirs, filepath.Join(d, ".pi", "skills"), filepath.Join(d, ".agents", "skills"))
+		}
+	}
+	var names []string
+	for _, dir := range dirs {
+		f, err := os.Open(dir)
+		if err != nil {
+			continue
+		}
+		entries, _ := f.ReadDir(maxSkillNames)
+		f.Close()
+		for _, e := range entries {
+			name := strings.TrimSuffix(e.Name(), ".md")
+			if name == "" || !IsNamedSkill(name) {
+				continue
+			}
+			if _, ok := skillAt(filepath.Join(dir, e.Name())); ok {
+				names = append(names, name)
+			}
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"go/build"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
@@ -57,6 +59,13 @@ func TestDocs(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "cmd", "facets", "main.go")); err != nil {
 		t.Fatalf("`go run ./cmd/facets` in the docs needs this package at cmd/facets: %v", err)
 	}
+	// README.md is the front door; the reference belongs in docs/.
+	const maxREADMELines = 300
+	if readme, err := os.ReadFile(filepath.Join(root, "README.md")); err != nil {
+		t.Error(err)
+	} else if n := bytes.Count(readme, []byte("\n")); n > maxREADMELines {
+		t.Errorf("README.md has %d lines, over %d: move reference text to a docs/ page", n, maxREADMELines)
+	}
 	r := newDocsRun(t, root)
 	for _, f := range docFiles(t, root) {
 		r.checkFile(f)
@@ -68,6 +77,62 @@ func TestDocs(t *testing.T) {
 	// A marker renamed or dropped by accident would make this test vacuous.
 	if r.ran < 10 || r.parsed < 15 || r.links < 20 {
 		t.Errorf("the docs test checked only %d runnable lines (%d run) and %d links; is the %q marker still used?", r.parsed, r.ran, r.links, runnableInfo)
+	}
+}
+
+// TestLayoutListsEveryPackage: CONTRIBUTING.md's Layout block has a line
+// for every package of the module, so the tree a newcomer reads is the
+// real one.
+func TestLayoutListsEveryPackage(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "CONTRIBUTING.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, layout, ok := strings.Cut(string(data), "\n## Layout\n")
+	if !ok {
+		t.Fatal("CONTRIBUTING.md has no ## Layout section")
+	}
+	layout, _, _ = strings.Cut(layout, "\n## ")
+	listed := map[string]bool{}
+	for _, line := range strings.Split(layout, "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			listed[strings.TrimSuffix(f[0], "/")] = true
+		}
+	}
+	var missing []string
+	packages := 0
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if name := d.Name(); path != root && (name == "testdata" || name == "node_modules" || strings.HasPrefix(name, ".")) {
+			return filepath.SkipDir
+		}
+		if _, err := build.ImportDir(path, 0); err != nil {
+			var none *build.NoGoError
+			if errors.As(err, &none) {
+				return nil
+			}
+			return err
+		}
+		packages++
+		if rel, _ := filepath.Rel(root, path); !listed[filepath.ToSlash(rel)] {
+			missing = append(missing, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if packages < 20 {
+		t.Fatalf("found only %d packages below %s", packages, root)
+	}
+	if len(missing) > 0 {
+		t.Errorf("CONTRIBUTING.md's Layout has no line for %s", strings.Join(missing, ", "))
 	}
 }
 

@@ -73,6 +73,12 @@ func TestNeovimDiagnostics(t *testing.T) {
 		// A nearer project profile; the global alpha is broken too.
 		"proj/.pi/facets/profiles/alpha/config.json": `{"version": 1, "name": "alpha", "tools": []}` + "\n",
 		"proj/.pi/facets/MAIN.md":                    "Route reviews to alpha.\n",
+		// Masking: a valid nearer gamma masks a broken global one; a
+		// broken nearer delta hides a valid global one.
+		"agent/facets/profiles/gamma/config.json":    `{"version": 1, "name": "gamma"}` + "\n",
+		"proj/.pi/facets/profiles/gamma/config.json": `{"version": 1, "name": "gamma", "tools": ["read"]}` + "\n",
+		"agent/facets/profiles/delta/config.json":    `{"version": 1, "name": "delta", "tools": ["read"]}` + "\n",
+		"proj/.pi/facets/profiles/delta/config.json": `{"version": 1, "name": "delta", "tools": ["read"], "model": 7}` + "\n",
 	}
 	for rel, data := range files {
 		p := filepath.Join(root, rel)
@@ -165,14 +171,19 @@ func TestNeovimDiagnostics(t *testing.T) {
 		if d.Hint != "" {
 			msg += "\nhint: " + d.Hint
 		}
+		related := []string{}
+		for _, r := range d.Related {
+			related = append(related, r.File)
+		}
 		want[file] = append(want[file], nvimDiagnostic{Lnum: max(d.Line-1, 0), Col: max(d.Column-1, 0),
 			Severity: map[compiler.Severity]int{compiler.Error: 1, compiler.Warning: 2, compiler.Info: 3}[d.Severity],
-			Code:     d.Code, Source: "facets", Message: msg, Related: []string{}})
+			Code:     d.Code, Source: "facets", Message: msg, Related: related})
 	}
 	order := func(a, b nvimDiagnostic) int {
 		return cmp.Or(a.Lnum-b.Lnum, a.Col-b.Col, strings.Compare(a.Code, b.Code), strings.Compare(a.Message, b.Message))
 	}
 	seen := map[string][]string{}
+	relatedSeen := 0
 	for _, f := range res.Files {
 		got := f.Diagnostics
 		slices.SortFunc(got, order)
@@ -184,21 +195,27 @@ func TestNeovimDiagnostics(t *testing.T) {
 		for _, d := range got {
 			rel, _ := filepath.Rel(root, f.File)
 			seen[rel] = append(seen[rel], d.Code)
+			relatedSeen += len(d.Related)
 		}
 	}
 	// The cases JSON Schema cannot express, the other file kinds, and the
 	// unsaved buffer's finding reached the editor.
 	for file, code := range map[string]string{
-		"agent/facets/profiles/alpha/config.json": "name-mismatch",
-		"agent/facets/profiles/dup/config.json":   "duplicate-key",
-		"agent/facets/profiles/big.json":          "oversized-instructions",
-		"agent/agents/reviewer.md":                "duplicate-key",
-		"agent/agents/writer.md":                  "invalid-value",
-		"agent/facets/MAIN.md":                    "empty-main",
+		"agent/facets/profiles/alpha/config.json":    "name-mismatch",
+		"agent/facets/profiles/dup/config.json":      "duplicate-key",
+		"agent/facets/profiles/big.json":             "oversized-instructions",
+		"agent/agents/reviewer.md":                   "duplicate-key",
+		"agent/agents/writer.md":                     "invalid-value",
+		"agent/facets/MAIN.md":                       "empty-main",
+		"agent/facets/profiles/gamma/config.json":    "missing-field",
+		"proj/.pi/facets/profiles/delta/config.json": "masked-profile",
 	} {
 		if !slices.Contains(seen[file], code) {
 			t.Errorf("%s: no %s diagnostic reached Neovim; got %v", file, code, seen[file])
 		}
+	}
+	if relatedSeen < 2 {
+		t.Errorf("%d related locations reached Neovim, want the masked and the masking definitions'", relatedSeen)
 	}
 }
 

@@ -28,4 +28,13 @@ type Diagnostic struct {
 	// Subject names the profile or role the diagnostic is about, so an
 	// exact-name compile can report the matching diagnostic.
 	Subject string `json:"subject,omitempty"`
+	// Related names other files the finding is about, such as the
+	// definition a nearer one masks, so an editor can link to them.
+	Related []Related `json:"related,omitempty"`
+}
+
+// Related is a file a diagnostic refers to, and why.
+type Related struct {
+	File string `json:"file"`
+	Note string `json:"note"`
 }

@@ -166,7 +166,7 @@ type writer struct {
 
 func (w *writer) write(m *message) error {
 	m.JSONRPC = "2.0"
-	body, err := json.Marshal(m)
+	body, err := marshal(m)
 	if err != nil {
 		return fmt.Errorf("encode message: %w", err)
 	}
@@ -183,7 +183,7 @@ func (w *writer) write(m *message) error {
 
 // notify sends a notification.
 func (w *writer) notify(method string, params any) error {
-	raw, err := json.Marshal(params)
+	raw, err := marshal(params)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", method, err)
 	}
@@ -194,11 +194,23 @@ func (w *writer) notify(method string, params any) error {
 func (w *writer) reply(id json.RawMessage, result any, rerr *responseError) error {
 	m := &message{ID: id, Error: rerr}
 	if rerr == nil {
-		raw, err := json.Marshal(result)
+		raw, err := marshal(result)
 		if err != nil {
 			return fmt.Errorf("encode result: %w", err)
 		}
 		m.Result = raw
 	}
 	return w.write(m)
+}
+
+// marshal is json.Marshal without HTML escaping: messages quote file
+// contents, which an editor shows as they are.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

@@ -37,8 +37,9 @@ func (x *lineIndex) line(n int) string {
 }
 
 // position converts a check position; line 0 (the whole file) is the
-// start of the buffer, column 0 the start of the line, and a position past
-// the end is clamped to it.
+// start of the buffer, column 0 the start of the line, a position past
+// the end is clamped to it, and one inside a multi-byte character moves
+// to the character's start.
 func (x *lineIndex) position(line, col int) position {
 	if line <= 0 {
 		return position{}
@@ -46,6 +47,9 @@ func (x *lineIndex) position(line, col int) position {
 	n := min(line-1, len(x.starts)-1)
 	l := x.line(n)
 	b := min(max(col-1, 0), len(l))
+	for b > 0 && b < len(l) && !utf8.RuneStart(l[b]) {
+		b-- // a column inside a character means the character
+	}
 	return position{Line: n, Character: utf16Len(l[:b])}
 }
 

@@ -63,7 +63,8 @@ type Server struct {
 	published   map[string]string    // URI -> JSON of the diagnostics last sent
 	generation  int                  // bumped on every change; see Validated
 
-	kick chan struct{}
+	kick  chan struct{}
+	ready chan struct{} // closed once initialize has set opts
 	// validated is signalled after each validation pass, for tests.
 	validated func(generation int)
 
@@ -76,7 +77,7 @@ func NewServer(out io.Writer, cfg Config) *Server {
 		cfg.Debounce = 50 * time.Millisecond
 	}
 	return &Server{cfg: cfg, out: &writer{w: out}, docs: map[string]*document{}, published: map[string]string{},
-		kick: make(chan struct{}, 1)}
+		kick: make(chan struct{}, 1), ready: make(chan struct{})}
 }
 
 // Serve reads messages from in until the client sends exit or closes the
@@ -97,6 +98,11 @@ func (s *Server) Run(ctx context.Context, in io.Reader) error {
 	go func() {
 		defer wg.Done()
 		s.validateLoop(ctx)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.watchLoop(ctx, s.ready)
 	}()
 	r := newReader(in)
 	for {
@@ -276,6 +282,7 @@ func (s *Server) initialize(raw json.RawMessage) (any, *responseError) {
 	s.opts, s.optsErr, s.initialized = opts, err, true
 	s.schemaInfo = info
 	s.mu.Unlock()
+	close(s.ready)
 	if ierr != nil {
 		s.logf("schema documentation: %v", ierr)
 	}
@@ -525,7 +532,8 @@ func (s *Server) compile(schema *cue.Schema, opts compiler.Options, docs []docum
 
 // convert turns a check diagnostic into an LSP one: lines and byte
 // columns become UTF-16 positions in the buffer, the hint follows the
-// message, and files the diagnostic relates to become related locations.
+// message, and the files it relates to become related locations (their
+// start: check names files, not places in them).
 func convert(d compiler.Diagnostic, lines *lineIndex) diagnostic {
 	start := lines.position(d.Line, d.Column)
 	out := diagnostic{
@@ -540,6 +548,10 @@ func convert(d compiler.Diagnostic, lines *lineIndex) diagnostic {
 	}
 	if d.Hint != "" {
 		out.Message += "\nhint: " + d.Hint
+	}
+	for _, r := range d.Related {
+		out.RelatedInformation = append(out.RelatedInformation, diagnosticRelated{
+			Location: location{URI: pathURI(r.File)}, Message: r.Note})
 	}
 	return out
 }

@@ -25,7 +25,7 @@ const wait = 20 * time.Second
 
 // testClient drives a Server over pipes, as an editor does over stdio.
 type testClient struct {
-	t       *testing.T
+	t       testing.TB
 	in      *io.PipeWriter
 	w       *writer
 	msgs    chan *message
@@ -35,7 +35,7 @@ type testClient struct {
 	nextID  int
 }
 
-func startServer(t *testing.T, cfg Config) *testClient {
+func startServer(t testing.TB, cfg Config) *testClient {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -177,7 +177,7 @@ type tree struct {
 	opts compiler.Options
 }
 
-func newTree(t *testing.T, files map[string]string) *tree {
+func newTree(t testing.TB, files map[string]string) *tree {
 	t.Helper()
 	root := t.TempDir()
 	for rel, data := range files {
@@ -382,6 +382,9 @@ func TestWorkspaceRevalidates(t *testing.T) {
 	if diff := cmp.Diff([]string{"0:0 missing-field 2"}, codes(got)); diff != "" {
 		t.Errorf("global masked by a valid project profile: %s", diff)
 	}
+	if len(got) == 1 && (len(got[0].RelatedInformation) != 1 || got[0].RelatedInformation[0].Location.URI != pathURI(tr.path(project))) {
+		t.Errorf("the masked definition's warning does not link to the nearer one: %+v", got[0].RelatedInformation)
+	}
 	c.open(tr.path(project), validConfig)
 	if got := c.diagnostics(tr.path(project)); len(got) != 0 {
 		t.Errorf("project profile: %v", codes(got))
@@ -393,6 +396,43 @@ func TestWorkspaceRevalidates(t *testing.T) {
 	}
 	if got := c.diagnostics(tr.path(project)); len(got) == 0 {
 		t.Error("no diagnostics for the broken project buffer")
+	}
+	c.stop()
+}
+
+// TestOutsideChangesRevalidate: a profile changed on disk by another
+// program (not open in the editor) re-publishes the open files whose
+// verdict it changes, after one debounce.
+func TestOutsideChangesRevalidate(t *testing.T) {
+	global := "agent/facets/profiles/p/config.json"
+	project := "proj/.pi/facets/profiles/p/config.json"
+	broken := `{"version": 1, "name": "p"}`
+	tr := newTree(t, map[string]string{global: broken, project: validConfig})
+	cfg := tr.config()
+	cfg.Debounce = 10 * time.Millisecond
+	c := startServer(t, cfg)
+	c.initialize(tr.path("proj"))
+	c.open(tr.path(global), broken)
+	if got := codes(c.diagnostics(tr.path(global))); !cmp.Equal([]string{"0:0 missing-field 2"}, got) {
+		t.Fatalf("masked: %v", got)
+	}
+	// The nearer definition breaks on disk: the broader one's error is
+	// no longer masked.
+	if err := os.WriteFile(tr.path(project), []byte(`{"version": 1, "name": "p", "tools": []}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := codes(c.diagnostics(tr.path(global))); !cmp.Equal([]string{"0:0 missing-field 1"}, got) {
+		t.Errorf("after the outside change: %v", got)
+	}
+	// A scope removed and created again outside the editor is watched
+	// again: the new valid nearer definition masks the broader one.
+	os.RemoveAll(tr.path("proj/.pi"))
+	os.MkdirAll(filepath.Dir(tr.path(project)), 0o755)
+	if err := os.WriteFile(tr.path(project), []byte(validConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := codes(c.diagnostics(tr.path(global))); !cmp.Equal([]string{"0:0 missing-field 2"}, got) {
+		t.Errorf("after re-creating the project scope: %v", got)
 	}
 	c.stop()
 }

@@ -38,7 +38,9 @@ type Control struct {
 	// Startup is how the agent's startup ends: "" (ready), "blocked" (a
 	// startup dialog: agent_not_ready), "exit" (agent_start_failed) or
 	// "pending" (Herdr issue 3853: idle but launch_pending for ever, so
-	// agent start ends in timeout).
+	// agent start ends in timeout) or "undetected" (the process never
+	// shows as pi: unknown and launch_pending until the timeout, which
+	// frees the name).
 	Startup string `json:"startup,omitempty"`
 	// PromptSubmitMS is the delay between agent prompt's answer and the
 	// Enter that makes the agent working (Herdr's

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -391,6 +392,8 @@ func dispatch(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliE
 		return agentGet(rest, st, ctl)
 	case "agent list":
 		return agentList(rest, st, ctl)
+	case "agent rename":
+		return agentRename(rest, st)
 	case "pane report-metadata":
 		return paneReportMetadata(rest, st)
 	case "pane report-agent":
@@ -1058,8 +1061,8 @@ func agentStart(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cl
 		}
 	}
 	// The server's checks, in the order of start_agent (src/app/agents.rs).
-	if !regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`).MatchString(name) {
-		return nil, serverErr("invalid_agent_name", "agent name must start with a lowercase letter and contain only lowercase letters, digits, '-' or '_' (1-32 characters)")
+	if !validAgentName.MatchString(name) {
+		return nil, serverErr("invalid_agent_name", invalidAgentNameMessage)
 	}
 	for _, a := range agentArgs {
 		if strings.IndexFunc(a, unicode.IsControl) >= 0 {
@@ -1092,9 +1095,18 @@ func agentStart(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cl
 	}
 	now := nowMS()
 	p.Agent = &fakectl.Agent{Name: name, Kind: kind, Status: "starting", Args: agentArgs, Seq: 1, ReadyAt: now + int64(ctl.StartDelayMS)}
+	if ctl.Startup == "undetected" {
+		p.Agent.ReadyAt = math.MaxInt64 // the process never shows as pi
+	}
 	return startWait{PaneID: paneID, Name: name, TerminalID: p.TerminalID, Deadline: now + int64(timeout), TimeoutMS: timeout,
 		Argv: append([]string{"pi"}, agentArgs...)}, nil
 }
+
+// validAgentName and its message are valid_agent_name and
+// INVALID_AGENT_NAME_MESSAGE of src/app/agents.rs.
+var validAgentName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
+
+const invalidAgentNameMessage = "agent name must start with a lowercase letter and contain only lowercase letters, digits, '-' or '_' (1-32 characters)"
 
 // startWait is an agent start whose answer waits for the agent's launch to
 // settle, as herdr's CLI polls agent.get after the server accepted it.
@@ -1126,6 +1138,13 @@ func (w startWait) wait(dir string, ctl fakectl.Control) (any, *cliError, error)
 					Argv  []string  `json:"argv"`
 				}{"agent_started", infoOfAgent(st, p, ""), w.Argv}, true
 			case nowMS() >= w.Deadline:
+				// The server drops the managed launch at its deadline,
+				// which frees the name (tests/cli/agents.rs
+				// agent_start_timeout_releases_the_name_for_reuse); the
+				// process still holds the pane.
+				if !p.Agent.Stuck {
+					p.Agent.Name, p.Agent.Status, p.Agent.ReadyAt = "", "unknown", 0
+				}
 				cerr, done = serverErr("timeout", "timed out waiting for agent startup"), true
 			}
 			return nil
@@ -1255,6 +1274,38 @@ func agentGet(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliE
 		Type  string    `json:"type"`
 		Agent agentInfo `json:"agent"`
 	}{"agent_info", infoOfAgent(st, p, ctl.AgentStatus)}, nil
+}
+
+// agentRename is `herdr agent rename <target> <name>|--clear`
+// (rename_agent_target in src/app/agents.rs): the name rule, a name held by
+// another live agent, a launch still pending.
+func agentRename(args []string, st *fakectl.State) (any, *cliError) {
+	if len(args) != 2 {
+		return nil, usage("usage: herdr agent rename <target> <name>|--clear")
+	}
+	p := findAgent(st, args[0])
+	if p == nil {
+		return nil, serverErr("agent_not_found", "agent target %s not found", args[0])
+	}
+	name := args[1]
+	if name != "--clear" {
+		if !validAgentName.MatchString(name) {
+			return nil, serverErr("invalid_agent_name", invalidAgentNameMessage)
+		}
+		if other := findAgent(st, name); other != nil && other != p {
+			return nil, serverErr("agent_name_taken", "agent name %s is already used", name)
+		}
+	} else {
+		name = ""
+	}
+	if p.Agent.Status == "starting" {
+		return nil, serverErr("agent_launch_pending", "agent %s is still launching", args[0])
+	}
+	p.Agent.Name = name
+	return struct {
+		Type  string    `json:"type"`
+		Agent agentInfo `json:"agent"`
+	}{"agent_info", infoOfAgent(st, p, "")}, nil
 }
 
 // agentList is `herdr agent list`: every pane hosting a started or

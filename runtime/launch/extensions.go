@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/facets-dev/facets/internal/pitools"
 )
 
 // ToolSource is where the Main's Pi says a tool comes from: the tool's
@@ -16,9 +18,6 @@ type ToolSource struct {
 	Path   string `json:"path"`
 	Source string `json:"source"`
 }
-
-// nativeTools are Pi's own tools; a Sub has them without any extension.
-var nativeTools = []string{"read", "bash", "powershell", "edit", "write", "grep", "find", "ls"}
 
 // ResolveExtensions returns the extensions a Sub must load (-e) to have
 // the profile's non-MCP tools, given where each tool comes from in the
@@ -38,7 +37,7 @@ func ResolveExtensions(profile string, tools []string, sources map[string]ToolSo
 		}
 		path := src.Path
 		if src.Source == "builtin" {
-			if slices.Contains(nativeTools, name) && (path == "builtin:"+name || path == "<builtin:"+name+">") {
+			if pitools.IsNative(name) && (path == "builtin:"+name || path == "<builtin:"+name+">") {
 				continue
 			}
 			if !slices.Contains(builtinExtensions, path) {
