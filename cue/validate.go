@@ -526,9 +526,9 @@ func jsonSyntaxFinding(file string, src []byte, err error) Finding {
 	var v any
 	var se *stdjson.SyntaxError
 	if jerr := stdjson.Unmarshal(src, &v); errors.As(jerr, &se) {
-		line, col := 1, 1
-		for _, r := range string(src[:min(int(se.Offset), len(src))]) {
-			if r == '\n' {
+		line, col := 1, 1 // columns count bytes, as CUE's positions do
+		for _, c := range src[:min(int(se.Offset), len(src))] {
+			if c == '\n' {
 				line, col = line+1, 1
 			} else {
 				col++
@@ -542,7 +542,7 @@ func jsonSyntaxFinding(file string, src []byte, err error) Finding {
 		if at := int(se.Offset) - 1; at > 0 && at < len(src) && (src[at] == '}' || src[at] == ']') {
 			if comma := bytes.LastIndexFunc(src[:at], func(r rune) bool { return !unicode.IsSpace(r) }); comma >= 0 && src[comma] == ',' {
 				f.Line = 1 + bytes.Count(src[:comma], []byte("\n"))
-				f.Column = 1 + utf8.RuneCount(src[bytes.LastIndexByte(src[:comma], '\n')+1:comma])
+				f.Column = 1 + comma - (bytes.LastIndexByte(src[:comma], '\n') + 1)
 				f.Message = fmt.Sprintf("invalid JSON: trailing comma before '%c'", src[at])
 				f.Hint = "remove the comma: JSON allows none after the last entry"
 			}
@@ -567,7 +567,7 @@ func checkUTF8(file string, src []byte, startLine int) (Finding, bool) {
 		if r == '\n' {
 			line, col = line+1, 1
 		} else {
-			col++
+			col += size // columns count bytes, as CUE's positions do
 		}
 		i += size
 	}

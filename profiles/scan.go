@@ -267,7 +267,7 @@ func checkText(path string, b []byte, subject, what string) (diag.Diagnostic, bo
 		if r == '\n' {
 			line, col = line+1, 1
 		} else {
-			col++
+			col += size // columns count bytes, as everywhere in diagnostics
 		}
 		i += size
 	}

@@ -67,6 +67,8 @@ func TestNeovimDiagnostics(t *testing.T) {
 		// 32,769 astral characters: within 65,536 characters, over
 		// 65,536 UTF-16 units.
 		"agent/facets/profiles/big.json": `{"version": 1, "name": "big", "tools": ["read"], "instructions": "` + strings.Repeat("😀", 32769) + `"}` + "\n",
+		// A JSON syntax error after multi-byte characters.
+		"agent/facets/profiles/syn.json": `{"version": 1, "name": "syn", "description": "é😀" "tools": ["read"]}` + "\n",
 		"agent/agents/reviewer.md":       "---\nname: reviewer\ndescription: Reviews — “carefully” 😀\nmodel: anthropic/claude\nmodel: openai/gpt\nthinking: extreme\n---\nBody.\n",
 		"agent/agents/writer.md":         "---\ndescription: Writes\n---\nWrite.\n",
 		"agent/facets/MAIN.md":           "\n\n",

@@ -15,8 +15,10 @@ const (
 )
 
 // Diagnostic is one finding about the input, located in a file where
-// possible. Line and Column are 1-based; zero means the whole file. Its JSON
-// form is the manifest's diagnostics entry.
+// possible. Line and Column are 1-based; zero means the whole file. Column
+// counts bytes, as CUE's positions and most compilers' do (facets lsp
+// converts it to the editor's UTF-16 units). Its JSON form is the
+// manifest's diagnostics entry.
 type Diagnostic struct {
 	Severity Severity `json:"severity"`
 	Code     string   `json:"code"`

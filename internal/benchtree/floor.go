@@ -15,7 +15,8 @@
 //
 //	go run internal/benchtree/floor.go AGENT_DIR
 //
-// or build it once with `go build -o floor internal/benchtree/floor.go`.
+// or build it once outside the tree, as bench-vs-cue.sh does:
+// `go build -o "$(mktemp -d)/floor" internal/benchtree/floor.go`.
 package main
 
 import (

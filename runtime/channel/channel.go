@@ -686,6 +686,25 @@ func (c *Channel) Acknowledge(m Message) error {
 	return nil
 }
 
+// AsideSuffix ends the name of an inbox file a receiver refused as a
+// replay and moved aside: out of the inbox's message names (so it no
+// longer retains the channel) but kept beside them for inspection.
+const AsideSuffix = ".replayed"
+
+// SetAside renames the inbox file of m to its name plus AsideSuffix and
+// returns the new path.
+func (c *Channel) SetAside(m Message) (string, error) {
+	inbox, ok := c.inbox[m.Direction]
+	if !ok {
+		return "", fmt.Errorf("set aside in %s: unknown direction %q", c.dir, m.Direction)
+	}
+	name := Safe(m.ID) + ".json"
+	if err := unix.Renameat(int(inbox.Fd()), name, int(inbox.Fd()), name+AsideSuffix); err != nil {
+		return "", fmt.Errorf("set aside %s in %s: %w", m.ID, inbox.Name(), err)
+	}
+	return filepath.Join(inbox.Name(), name+AsideSuffix), nil
+}
+
 // ErrRetained is returned by Remove while Sub→Main messages are still queued.
 var ErrRetained = errors.New("channel retained: Sub-to-Main messages are still queued")
 

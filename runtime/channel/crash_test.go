@@ -294,10 +294,10 @@ func TestCrashAtRandomPoints(t *testing.T) {
 	var refused []Problem
 	NewReceiver(ToMain, markedLog{log, marks}, func(Delivery) error { return errors.New("replay submitted") },
 		func(p Problem) { refused = append(refused, p) }).Scan(c)
-	if len(refused) != 1 || refused[0].Path != forged {
+	if len(refused) != 1 || refused[0].Path != forged+AsideSuffix {
 		t.Errorf("replay of sequence %d: problems %v, want it refused", last, refused)
 	}
-	if err := os.Remove(forged); err != nil {
+	if err := os.Remove(forged + AsideSuffix); err != nil {
 		t.Fatal(err)
 	}
 	temps := tempFiles(t, c, ToMain)

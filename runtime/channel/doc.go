@@ -27,9 +27,16 @@
 //     are renamed into place, so messages are published in sequence order
 //     even with several writers. A receiver relies on it: a new message at
 //     or below a sequence it already delivered is refused as a replay
-//     (kept on disk, reported once), except one that was already waiting in
-//     the inbox, e.g. a failed submission retried. The TypeScript writer
-//     takes no lock, so it must stay the only writer of its direction.
+//     (renamed to <id>.json.replayed beside the inbox's messages, so it is
+//     kept for inspection but no longer retains the channel, and reported
+//     once), except one that was already waiting in the inbox, e.g. a
+//     failed submission retried.
+//   - One writer per direction at a time is the rule every writer must
+//     keep. This package enforces it with the lock; the TypeScript writer
+//     takes no lock and does not fsync its counter, so it must stay the
+//     only writer of its direction, and a power loss can make it reuse a
+//     sequence: its next message is then refused as a replay, and the
+//     refusal names that cause.
 //   - A corrupt or foreign inbox file is reported and skipped instead of
 //     blocking the whole channel; it stays on disk for inspection.
 //   - Symlinks and foreign owners are refused on the channel directories and

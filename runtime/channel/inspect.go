@@ -61,6 +61,9 @@ func Inspect(dir string) (Report, error) {
 			if strings.HasSuffix(n, ".tmp") {
 				r.TempFiles = append(r.TempFiles, string(d)+"/"+n)
 			}
+			if strings.HasSuffix(n, AsideSuffix) {
+				r.Problems = append(r.Problems, fmt.Sprintf("%s/%s: refused as a replayed sequence, kept for inspection", d, n))
+			}
 		}
 	}
 	checks := []struct {

@@ -152,6 +152,12 @@ func (s *MemoryReceipts) Record(r Receipt) error {
 // Lines with a "sequence" and no "messageId" hold the delivered
 // high-water marks of SequenceStore, with the ids of the messages still
 // waiting below them in "waiting".
+//
+// The log's first line names its format, {"receiptLog":2}; a log without
+// one is read as format 2 too (format 1, receipts only, is a subset). A
+// facets that meets a higher format refuses the log as written by a newer
+// facets instead of calling it corrupt, so a format change never passes
+// for damage.
 type FileReceipts struct {
 	receiptMemory
 	f    *os.File
@@ -166,6 +172,19 @@ type logLine struct {
 	Sequence  int64     `json:"sequence,omitempty"`
 	Waiting   []string  `json:"waiting,omitempty"`
 }
+
+// ReceiptLogFormat is the receipt log format this facets writes and the
+// highest it reads: 1 held receipts only, 2 added the high-water lines.
+const ReceiptLogFormat = 2
+
+// logHeader is the first line of a receipt log.
+type logHeader struct {
+	ReceiptLog int `json:"receiptLog"`
+}
+
+// ErrNewerReceiptLog is wrapped by OpenFileReceipts' error for a log in a
+// format newer than ReceiptLogFormat.
+var ErrNewerReceiptLog = errors.New("written by a newer facets")
 
 // MaxReceiptLogBytes caps a receipt log read by OpenFileReceipts, about
 // half a million receipts.
@@ -203,6 +222,17 @@ func (s *FileReceipts) load() error {
 		return err
 	}
 	good := 0
+	if end := bytes.IndexByte(data, '\n'); end >= 0 && bytes.Contains(data[:end], []byte(`"receiptLog"`)) {
+		var h logHeader
+		if err := json.Unmarshal(data[:end], &h); err != nil || h.ReceiptLog < 1 {
+			return fmt.Errorf("corrupt receipt log header at byte 0")
+		}
+		if h.ReceiptLog > ReceiptLogFormat {
+			return fmt.Errorf("receipt log format %d is %w (this facets reads formats up to %d); upgrade facets to resume this session",
+				h.ReceiptLog, ErrNewerReceiptLog, ReceiptLogFormat)
+		}
+		good = end + 1
+	}
 	for good < len(data) {
 		end := bytes.IndexByte(data[good:], '\n')
 		if end < 0 {
@@ -227,8 +257,17 @@ func (s *FileReceipts) load() error {
 		}
 	}
 	s.size = int64(good)
-	_, err = s.f.Seek(s.size, io.SeekStart)
-	return err
+	if _, err := s.f.Seek(s.size, io.SeekStart); err != nil {
+		return err
+	}
+	if s.size == 0 {
+		// A new log (or one whose only line was torn) starts with its format.
+		h, _ := json.Marshal(logHeader{ReceiptLog: ReceiptLogFormat})
+		if err := s.writeLine(h); err != nil {
+			return fmt.Errorf("write receipt log header: %w", err)
+		}
+	}
+	return nil
 }
 
 // Record appends r and fsyncs the log before returning.
@@ -267,8 +306,14 @@ func (s *FileReceipts) append(l logLine) error {
 	if err != nil {
 		return err
 	}
+	return s.writeLine(line)
+}
+
+// writeLine appends line and a newline, fsynced; s.mu must be held (or s
+// not yet shared).
+func (s *FileReceipts) writeLine(line []byte) error {
 	line = append(line, '\n')
-	_, err = s.f.Write(line)
+	_, err := s.f.Write(line)
 	if err == nil {
 		err = s.f.Sync()
 	}

@@ -25,6 +25,9 @@ func FuzzOpenFileReceipts(f *testing.F) {
 		`{"direction":"sideways","runId":"r","messageId":"m"}` + "\n",
 		`{"direction":"to-main","runId":"r","sequence":1.5}` + "\n",
 		"\n", "", "null\n",
+		`{"receiptLog":2}` + "\n" + `{"direction":"to-main","runId":"r","messageId":"m-1"}` + "\n",
+		`{"receiptLog":3}` + "\n" + `{"direction":"to-main","runId":"r","messageId":"m-1","v3":true}` + "\n",
+		`{"receiptLog":0}` + "\n", `{"receiptLog":2}`, `{"receiptLog":"2"}` + "\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -37,13 +40,16 @@ func FuzzOpenFileReceipts(f *testing.F) {
 			return
 		}
 		kept := data[:bytes.LastIndexByte(data, '\n')+1]
+		if len(kept) == 0 {
+			kept = []byte(`{"receiptLog":2}` + "\n") // a new log starts with its format
+		}
 		if on, err := os.ReadFile(path); err != nil || !bytes.Equal(on, kept) {
 			s.Close()
 			t.Fatalf("accepted log left as %q, want %q (only a torn final line dropped): %v", on, kept, err)
 		}
 		for _, line := range bytes.Split(bytes.TrimSuffix(kept, []byte("\n")), []byte("\n")) {
 			var l logLine
-			if len(kept) == 0 || json.Unmarshal(line, &l) != nil || l.MessageID == "" {
+			if json.Unmarshal(line, &l) != nil || l.MessageID == "" {
 				continue
 			}
 			if ok, err := s.Has(Receipt{Direction: l.Direction, RunID: l.RunID, MessageID: l.MessageID}); !ok || err != nil {

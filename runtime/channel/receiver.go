@@ -117,9 +117,15 @@ func (r *Receiver) Scan(ch *Channel) (res ScanResult) {
 		}
 		switch state[i] {
 		case refused:
-			// Kept on disk for inspection; reported once while it stays.
-			problems = append(problems, Problem{Path: filepath.Join(ch.Dir(), string(m.Direction), Safe(m.ID)+".json"),
-				Err: r.regression(m), key: "sequence\x00" + m.ID})
+			// Moved aside, kept for inspection: left in the inbox it would
+			// keep the channel retained for ever.
+			path := filepath.Join(ch.Dir(), string(m.Direction), Safe(m.ID)+".json")
+			aside, err := ch.SetAside(m)
+			if err != nil {
+				problems = append(problems, Problem{Path: path, Err: err, key: "aside\x00" + m.ID + "\x00" + err.Error()})
+				continue
+			}
+			problems = append(problems, Problem{Path: aside, Err: r.regression(m, aside), key: "sequence\x00" + m.ID})
 			continue
 		case open:
 		default:
@@ -212,10 +218,16 @@ func (r *Receiver) judge(msgs []Message, state []msgState, i int) error {
 	return nil
 }
 
-func (r *Receiver) regression(m Message) error {
+// regression is the refusal of a replayed message, moved aside to aside.
+// Besides a replay, the one way a legitimate writer produces it is a lost
+// counter: the TypeScript writer does not fsync its sequence file, so
+// after a power loss it can reuse numbers; the message says so.
+func (r *Receiver) regression(m Message, aside string) error {
 	high, _, _ := r.delivered(m.Receipt())
-	return fmt.Errorf("rejected message %s: sequence %d is at or below %d, already delivered on %s of run %s; the file is kept for inspection",
-		m.ID, m.Sequence, high, m.Direction, m.RunID)
+	return fmt.Errorf("rejected message %s: sequence %d is at or below %d, already delivered on %s of run %s: a replay, or a writer "+
+		"that lost its counter (the TypeScript writer does not fsync it, so a power loss can make it reuse numbers) or that "+
+		"wrote beside another writer of the direction; moved aside to %s for inspection",
+		m.ID, m.Sequence, high, m.Direction, m.RunID, aside)
 }
 
 func (r *Receiver) delivered(key Receipt) (int64, bool, error) {

@@ -203,8 +203,45 @@ func TestFileReceiptsDropTornLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"direction":"to-main","runId":"r","messageId":"a"}` + "\n" + `{"direction":"to-main","runId":"r","messageId":"b"}` + "\n"
+	want := `{"receiptLog":2}` + "\n" + `{"direction":"to-main","runId":"r","messageId":"a"}` + "\n" + `{"direction":"to-main","runId":"r","messageId":"b"}` + "\n"
 	if diff := cmp.Diff(want, string(data)); diff != "" {
 		t.Errorf("receipt log (-want +got):\n%s", diff)
+	}
+}
+
+// TestReceiptLogFormat: a new log names its format on its first line; a
+// log of a newer format is refused as written by a newer facets (not as
+// corrupt) and left as it was; a log without the line (written before
+// formats were named) still opens.
+func TestReceiptLogFormat(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "new.jsonl")
+	s, err := OpenFileReceipts(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if b, _ := os.ReadFile(path); string(b) != `{"receiptLog":2}`+"\n" {
+		t.Errorf("new log = %q", b)
+	}
+	newer := filepath.Join(dir, "newer.jsonl")
+	data := `{"receiptLog":3}` + "\n" + `{"direction":"to-main","runId":"r","messageId":"a","acked":"2026-01-01"}` + "\n"
+	os.WriteFile(newer, []byte(data), 0o600)
+	_, err = OpenFileReceipts(newer)
+	if !errors.Is(err, ErrNewerReceiptLog) || !strings.Contains(err.Error(), "written by a newer facets") || !strings.Contains(err.Error(), newer) {
+		t.Errorf("newer log: err = %v", err)
+	}
+	if b, _ := os.ReadFile(newer); string(b) != data {
+		t.Errorf("newer log changed: %q", b)
+	}
+	old := filepath.Join(dir, "old.jsonl")
+	os.WriteFile(old, []byte(`{"direction":"to-sub","runId":"r","sequence":4}`+"\n"), 0o600)
+	s, err = OpenFileReceipts(old)
+	if err != nil {
+		t.Fatalf("a log without a format line: %v", err)
+	}
+	defer s.Close()
+	if high, _, _ := s.Delivered(Receipt{Direction: ToSub, RunID: "r"}); high != 4 {
+		t.Errorf("mark = %d, want 4", high)
 	}
 }

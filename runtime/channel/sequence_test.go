@@ -37,9 +37,11 @@ func forgeReplay(t *testing.T, c *Channel, d Direction, seq int64) string {
 }
 
 // TestReceiverRejectsSequenceRegression: after sequence 1 was delivered, a
-// new file with a new id but sequence 1 is refused, reported once and kept
-// on disk, also by a receiver restarted over the same receipt log; later
-// messages still arrive.
+// new file with a new id but sequence 1 is refused, reported once (naming
+// the lost-counter cause) and moved aside, kept on disk but out of the
+// inbox, so the channel is no longer retained; a receiver restarted over
+// the same receipt log refuses the next replay too; later messages still
+// arrive.
 func TestReceiverRejectsSequenceRegression(t *testing.T) {
 	c := newTestChannel(t)
 	log := filepath.Join(t.TempDir(), "receipts.jsonl")
@@ -58,15 +60,30 @@ func TestReceiverRejectsSequenceRegression(t *testing.T) {
 	}
 	forged := forgeReplay(t, c, ToMain, 1)
 	for i := 0; i < 3; i++ {
-		if res := rx.Scan(c); res.Submitted != 0 || res.Problems != 1 {
+		want := 0 // reported by the scan that moves it aside, then gone
+		if i == 0 {
+			want = 1
+		}
+		if res := rx.Scan(c); res.Submitted != 0 || res.Problems != want {
 			t.Fatalf("scan %d after the replay: %+v", i, res)
 		}
 	}
-	if len(reports) != 1 || reports[0].Path != forged || !strings.Contains(reports[0].Error(), "sequence 1") {
-		t.Fatalf("reports = %v, want one naming %s", reports, forged)
+	aside := forged + AsideSuffix
+	if len(reports) != 1 || reports[0].Path != aside || !strings.Contains(reports[0].Error(), "sequence 1") ||
+		!strings.Contains(reports[0].Error(), "lost its counter") {
+		t.Fatalf("reports = %v, want one naming %s and the lost-counter cause", reports, aside)
 	}
-	if _, err := os.Stat(forged); err != nil {
+	if _, err := os.Stat(aside); err != nil {
 		t.Fatalf("the rejected file is gone: %v", err)
+	}
+	if n := inboxNames(t, c, ToMain); len(n) != 1 || n[0] != filepath.Base(aside) {
+		t.Fatalf("inbox %v, want only the file moved aside", n)
+	}
+	if left, _, _ := c.Pending(ToMain); len(left) != 0 {
+		t.Fatalf("still pending: %v", left)
+	}
+	if rep, err := Inspect(c.Dir()); err != nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], filepath.Base(aside)) {
+		t.Fatalf("inspect problems %v, %v: want the file moved aside", rep.Problems, err)
 	}
 	if len(sess.got) != 1 {
 		t.Fatalf("delivered %d messages, want only the first", len(sess.got))
@@ -82,6 +99,7 @@ func TestReceiverRejectsSequenceRegression(t *testing.T) {
 	sess2 := &session{receipts: store, autoReceipt: true}
 	reports = nil
 	rx = NewReceiver(ToMain, store, sess2.submit, func(p Problem) { reports = append(reports, p) })
+	forgeReplay(t, c, ToMain, 1)
 	if _, err := c.Send(ToMain, "three"); err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +108,10 @@ func TestReceiverRejectsSequenceRegression(t *testing.T) {
 	}
 	if len(sess2.got) != 1 || !strings.HasSuffix(sess2.got[0], "three") {
 		t.Fatalf("restarted receiver delivered %q, want only \"three\"", sess2.got)
+	}
+	// Nothing refused retains the channel.
+	if err := c.Remove(); err != nil {
+		t.Fatalf("remove after the replays were moved aside: %v", err)
 	}
 }
 
@@ -119,8 +141,8 @@ func TestReceiverHoldsDuplicateSequenceInFlight(t *testing.T) {
 	if res := rx.Scan(c); res.Acknowledged != 1 || res.Submitted != 0 || res.Problems != 1 {
 		t.Fatalf("after the receipt %+v, want the first acknowledged and the second refused", res)
 	}
-	if n := inboxNames(t, c, ToMain); len(n) != 1 {
-		t.Fatalf("inbox %v, want the refused file kept", n)
+	if n := inboxNames(t, c, ToMain); len(n) != 1 || !strings.HasSuffix(n[0], AsideSuffix) {
+		t.Fatalf("inbox %v, want the refused file moved aside", n)
 	}
 }
 
@@ -222,7 +244,7 @@ func TestReceiverRetriesReleasedMessageBelowDelivered(t *testing.T) {
 		if res := rx.Scan(c); res.Submitted != 0 || res.Problems != 1 {
 			t.Fatalf("replay of sequence %d: %+v", m.Sequence, res)
 		}
-		if err := os.Remove(forged); err != nil {
+		if _, err := os.Stat(forged + AsideSuffix); err != nil {
 			t.Fatal(err)
 		}
 	}

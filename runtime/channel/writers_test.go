@@ -220,7 +220,7 @@ func TestUnlockedWriterOvertakenIsReported(t *testing.T) {
 	if len(reports) != 1 || !strings.Contains(reports[0].Error(), id) {
 		t.Fatalf("reports %v, want the late message reported once", reports)
 	}
-	if n := inboxNames(t, c, ToMain); len(n) != 1 || n[0] != id+".json" {
-		t.Fatalf("inbox %v, want the late message kept", n)
+	if n := inboxNames(t, c, ToMain); len(n) != 1 || n[0] != id+".json"+AsideSuffix {
+		t.Fatalf("inbox %v, want the late message moved aside", n)
 	}
 }
