@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/cue"
@@ -479,6 +480,14 @@ func (c *validator) validateEntry(e profiles.Entry) (cand *candidate, valid bool
 				Hint:    "write the provider and the model id, e.g. \"anthropic/claude-sonnet-4-5\""})
 		}
 	}
+	if placeholder(cfg.Description) && cfg.Invocation != "manual" && !bad["description"] {
+		// A manual profile's description is only shown to the user; an
+		// agent-invokable one's is how Main's model picks it.
+		line, col := res.Position("description")
+		c.diag(Diagnostic{Severity: Warning, Code: "placeholder-description", File: e.ConfigPath, Line: line, Column: col, Subject: e.Name,
+			Message: fmt.Sprintf("description %q is a placeholder, and Main's model reads it in the delegation catalog to decide when to delegate here", cfg.Description),
+			Hint:    `say in one sentence what the profile is for, or set "invocation": "manual" until you do`})
+	}
 	if mo := manifest.MainOnlyTools(cfg.Tools); len(mo) > 0 && !bad["tools"] {
 		line, col := res.Position("tools")
 		d := Diagnostic{Severity: Error, Code: "main-only-tool", File: e.ConfigPath, Line: line, Column: col, Subject: e.Name,
@@ -495,6 +504,18 @@ func (c *validator) validateEntry(e profiles.Entry) (cand *candidate, valid bool
 		c.diag(d)
 	}
 	return &candidate{entry: e, config: cfg, result: res}, ok
+}
+
+// placeholder reports a description that still is the TODO facets new
+// scaffolds (or any other TODO/FIXME/TBD note in place of one).
+func placeholder(desc string) bool {
+	d := strings.ToUpper(strings.TrimSpace(desc))
+	for _, p := range []string{"TODO", "FIXME", "TBD"} {
+		if rest, ok := strings.CutPrefix(d, p); ok && (rest == "" || !unicode.IsLetter(rune(rest[0]))) {
+			return true
+		}
+	}
+	return false
 }
 
 // resolve builds the launch snapshot of an effective profile.

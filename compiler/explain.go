@@ -109,6 +109,21 @@ func ExplainProfile(schema *cue.Schema, opts Options, name string, subArgv SubAr
 	}
 	if len(entries) == 0 {
 		x.Decision = fmt.Sprintf("no scope defines a profile named '%s'", name)
+		if !m.Trust.Trusted {
+			x.Decision = fmt.Sprintf("no loaded scope defines a profile named '%s' (untrusted: %s)", name, x.TrustReason)
+			// Listing the skipped scopes reads names only, never a file's content.
+			for _, sp := range profiles.DiscoverProfiles(opts.Env, true) {
+				if sp.Scope != profiles.Project {
+					continue
+				}
+				for _, e := range sp.Entries {
+					if e.Name == name {
+						x.Decision += fmt.Sprintf("; the untrusted project scope defines it at %s: pass --trust, or trust the project in Pi (/trust)", e.ConfigPath)
+						return x, nil
+					}
+				}
+			}
+		}
 		x.NearMatches = cue.NearMatches(name, all)
 		return x, nil
 	}
@@ -302,7 +317,9 @@ func ExplainRole(schema *cue.Schema, opts Options, name string) (*Explanation, e
 	if r := x.Role; r != nil && r.DisableModelInvocation {
 		x.Visibility = "disable-model-invocation: hidden from role listings, so Main's model does not see it; still launchable by exact name"
 	} else if r != nil {
-		x.Visibility = "listed in the role catalog Main's model sees"
+		// facets puts no role catalog in Main's prompt; the role provider
+		// (pi-herdr-agents) does, when it is loaded.
+		x.Visibility = "not hidden: a role provider such as pi-herdr-agents, when Main loads it, lists it to Main's model (facets adds no role catalog to the prompt)"
 	}
 	if x.Role != nil {
 		x.Decision = fmt.Sprintf("%s role at %s (precedence: project > global > package > bundled)", x.Role.Layer, x.Role.Path)

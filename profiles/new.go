@@ -57,6 +57,7 @@ type profileDoc struct {
 	Version      int      `json:"version"`
 	Name         string   `json:"name"`
 	Description  string   `json:"description"`
+	Invocation   string   `json:"invocation"`
 	Tools        []string `json:"tools"`
 	Instructions string   `json:"instructions,omitempty"`
 }
@@ -79,7 +80,10 @@ func NewProfile(w Target, name string, legacy bool) ([]string, error) {
 			return nil, fmt.Errorf("new profile %s: %w", name, err)
 		}
 	}
-	doc := profileDoc{Version: 1, Name: name, Description: "TODO: what " + name + " is for", Tools: defaultTools}
+	// Manual until the description is written, so a TODO never reaches
+	// Main's delegation catalog (check warns on one that would).
+	doc := profileDoc{Version: 1, Name: name, Invocation: "manual", Tools: defaultTools,
+		Description: "TODO: what " + name + " is for; then drop \"invocation\": \"manual\" to offer it to Main's model"}
 	if legacy {
 		doc.Schema = "../" + SchemaFile
 		doc.Instructions = "TODO: how the " + name + " profile works and what it reports back."

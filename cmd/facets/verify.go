@@ -32,7 +32,13 @@ Exit status: 0 current, 1 stale, 2 usage, 3 a missing, unreadable or
 malformed manifest.`,
 		Example: `  facets compile --out facets.manifest.json && facets verify facets.manifest.json
   facets verify --format github facets.manifest.json`,
-		Args: cobra.ExactArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				// cobra's "accepts 1 arg(s)" does not say which argument.
+				return fmt.Errorf("accepts 1 arg (MANIFEST, the frozen manifest facets compile --out wrote, e.g. facets verify facets.manifest.json), received %d", len(args))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := rep.validate(); err != nil {
 				return err

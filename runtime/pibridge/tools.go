@@ -97,9 +97,10 @@ func MainTools() []Tool {
 		},
 		{
 			Name:        "list_sub",
-			Description: "List open Subs with their live status, and resumable Sub sessions.",
-			Parameters:  object(nil, map[string]Schema{"all": {Type: "boolean"}}),
-			Command:     []string{"list"}, Flags: []Flag{{"all", "--all"}},
+			Description: "List open Subs with their live status (idle ephemeral ones only with all), and resumable Sub sessions with the profile each needs.",
+			Parameters: object(nil, map[string]Schema{"all": {Type: "boolean",
+				Description: "Also list idle or unknown ephemeral Subs, which are hidden by default but still hold a slot until closed"}}),
+			Command: []string{"list"}, Flags: []Flag{{"all", "--all"}},
 		},
 	}
 }

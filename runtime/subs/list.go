@@ -56,6 +56,9 @@ type Listing struct {
 	// Problems names the run records that could not be read and were left
 	// out, each with its path.
 	Problems []string `json:"problems,omitempty"`
+	// Hidden counts the open ephemeral runs left out because they are idle
+	// or unknown (all shows them); each still holds a slot until closed.
+	Hidden int `json:"hidden,omitempty"`
 }
 
 // Text renders the listing as the list_sub tool returns it to the model:
@@ -67,7 +70,14 @@ func (l Listing) Text() string {
 	for _, p := range l.Problems {
 		b.WriteString("! " + termesc.Escape(p) + "\n")
 	}
+	hidden := ""
+	if l.Hidden > 0 {
+		hidden = fmt.Sprintf("(%d idle Sub(s) not shown; each holds one of the %d slots until close_sub closes it: list_sub with all=true lists them)", l.Hidden, MaxOpenSubs)
+	}
 	if len(l.Open) == 0 && len(l.Resumable) == 0 {
+		if hidden != "" {
+			return b.String() + "no busy Sub sessions.\n" + hidden
+		}
 		return b.String() + "no Sub sessions."
 	}
 	manual := false
@@ -85,15 +95,25 @@ func (l Listing) Text() string {
 	}
 	for _, r := range l.Resumable {
 		kind := "persistent, resumable"
+		if r.ProfileName != "" {
+			// delegate resumes only with the profile the session ran.
+			kind = "profile " + esc(r.ProfileName) + ", " + kind
+		}
 		if r.Origin == OriginManual {
 			manual = true
 			kind = "user-invoked; resume via user command"
+			if r.ProfileName != "" {
+				kind = "user-invoked; resume via /sub:" + esc(r.ProfileName)
+			}
 		}
 		fmt.Fprintf(&b, "- closed %s %s <%s> cwd=%s", esc(r.SessionID), esc(r.Title), kind, esc(r.Cwd))
 		if r.Purpose != "" {
 			b.WriteString(" Purpose: " + esc(r.Purpose))
 		}
 		b.WriteString("\n")
+	}
+	if hidden != "" {
+		b.WriteString(hidden + "\n")
 	}
 	if manual {
 		b.WriteString("\n" + ManualMainGuidance + "\n")
@@ -127,6 +147,7 @@ func (rt *Runtime) List(ctx context.Context, mainSessionID string, all bool) (Li
 			status = rt.liveStatus(ctx, r)
 		}
 		if !all && !r.Persistent() && (status == string(herdr.StatusIdle) || status == string(herdr.StatusUnknown)) {
+			l.Hidden++
 			continue
 		}
 		l.Open = append(l.Open, OpenSub{

@@ -300,18 +300,18 @@ func (rt *Runtime) reserve(req DelegateRequest, p manifest.Profile, title, task,
 	if err != nil {
 		return nil, nil, err
 	}
-	open := 0
+	var open []*Run
 	for _, r := range runs {
 		rt.refresh(r)
 		if r.Open() {
-			open++
+			open = append(open, r)
 			if resumeID != "" && r.SubSessionID == resumeID {
 				return nil, nil, fmt.Errorf("Persistent Sub session '%s' is already open.", resumeID)
 			}
 		}
 	}
-	if open >= MaxOpenSubs {
-		return nil, nil, fmt.Errorf("Facets allows at most %d open Subs.", MaxOpenSubs)
+	if len(open) >= MaxOpenSubs {
+		return nil, nil, slotsFull(open)
 	}
 	profile, err := launch.ResolvedProfile(p)
 	if err != nil {
@@ -662,6 +662,18 @@ func findProfile(m *manifest.Manifest, name string) (manifest.Profile, error) {
 		}
 	}
 	return manifest.Profile{}, fmt.Errorf("Unknown profile '%s'.", name)
+}
+
+// slotsFull is the refusal of a launch when every slot is taken: it names
+// the open Subs (an idle one holds its slot too, though list_sub leaves it
+// out by default) and how to free one.
+func slotsFull(open []*Run) error {
+	var subs []string
+	for _, r := range open {
+		subs = append(subs, fmt.Sprintf("%s '%s' <%s>", short(r.RunID), termesc.Escape(r.Title), termesc.Escape(r.ProfileName)))
+	}
+	return fmt.Errorf("Facets allows at most %d open Subs. Open now: %s. Close one with close_sub (runId) to free its slot; list_sub with all=true shows them with their status, idle ones included.",
+		MaxOpenSubs, strings.Join(subs, ", "))
 }
 
 func short(id string) string {

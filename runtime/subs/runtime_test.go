@@ -319,8 +319,9 @@ func TestFifthSubRefused(t *testing.T) {
 	}
 	calls := len(f.commands())
 	_, err := f.runtime().Delegate(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: mainID, Profile: "oracle", Title: "fifth", Task: "x"})
-	if err == nil || err.Error() != "Facets allows at most 4 open Subs." {
-		t.Fatalf("fifth delegate = %v", err)
+	if err == nil || !strings.HasPrefix(err.Error(), "Facets allows at most 4 open Subs. Open now: ") || !strings.Contains(err.Error(), first.RunID[:8]+" 'sub' <oracle>") ||
+		!strings.HasSuffix(err.Error(), ". Close one with close_sub (runId) to free its slot; list_sub with all=true shows them with their status, idle ones included.") {
+		t.Fatalf("fifth delegate = %v, want the limit, the open Subs and how to free a slot", err)
 	}
 	for _, c := range f.commands()[calls:] {
 		if c == "tab create" {
