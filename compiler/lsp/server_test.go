@@ -458,3 +458,23 @@ func TestSymlinkedAgentDir(t *testing.T) {
 	}
 	c.stop()
 }
+
+// TestUnsavedNewFile: a file that exists only in the editor (a new role
+// file, a new legacy profile) is checked as check will check it once
+// saved.
+func TestUnsavedNewFile(t *testing.T) {
+	tr := newTree(t, map[string]string{"agent/agents/.keep": "", "agent/facets/profiles/.keep": ""})
+	role := tr.path("agent/agents/fresh.md")
+	legacy := tr.path("agent/facets/profiles/fresh.json")
+	c := startServer(t, tr.config())
+	c.initialize(tr.path("proj"))
+	c.open(role, "---\nthinking: high\nspawning: sometimes\n---\nBody\n")
+	if got := codes(c.diagnostics(role)); len(got) == 0 {
+		t.Error("no diagnostics for an unsaved broken role file")
+	}
+	c.open(legacy, `{"version": 1, "name": "other", "tools": ["read"]}`)
+	if got := codes(c.diagnostics(legacy)); !cmp.Equal([]string{"0:23 name-mismatch 1"}, got) {
+		t.Errorf("unsaved legacy profile: %v", got)
+	}
+	c.stop()
+}
