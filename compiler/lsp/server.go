@@ -498,8 +498,12 @@ func within(path, dir string) bool {
 // diagnostics that name each document.
 func (s *Server) compile(schema *cue.Schema, opts compiler.Options, docs []document) map[string][]diagnostic {
 	ov := profiles.Overlay{}
-	for _, d := range docs {
-		ov[d.path] = []byte(d.text)
+	aliases := make([][]string, len(docs))
+	for i, d := range docs {
+		aliases[i] = docAliases(opts, d.path)
+		for _, a := range aliases[i] {
+			ov[a] = []byte(d.text)
+		}
 	}
 	opts.Env.Overlay = ov
 	opts.NoDigests = true
@@ -519,13 +523,49 @@ func (s *Server) compile(schema *cue.Schema, opts compiler.Options, docs []docum
 			byPath[d.File] = append(byPath[d.File], d)
 		}
 	}
-	for _, doc := range docs {
+	for i, doc := range docs {
 		lines := newLineIndex(doc.text)
 		var conv []diagnostic
-		for _, d := range byPath[doc.path] {
-			conv = append(conv, convert(d, lines))
+		for _, a := range aliases[i] {
+			for _, d := range byPath[a] {
+				conv = append(conv, convert(d, lines))
+			}
 		}
 		out[doc.uri] = conv
+	}
+	return out
+}
+
+// docAliases returns path and the other names discovery may give the
+// same file: an editor often opens a file by its resolved path while the
+// agent dir, home or project is reached through a symlink (a dotfiles
+// checkout), and discovery names files by the configured path.
+func docAliases(opts compiler.Options, path string) []string {
+	out := []string{path}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		real = path // a buffer not saved yet: its directory may still resolve
+		if dir, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+			real = filepath.Join(dir, filepath.Base(path))
+		}
+	}
+	roots := []string{opts.Env.AgentDir, opts.Env.Cwd, opts.Env.Home, opts.BundledRoles}
+	roots = append(roots, opts.RolePacks...)
+	for _, root := range roots {
+		if root == "" || !filepath.IsAbs(root) {
+			continue
+		}
+		realRoot, err := filepath.EvalSymlinks(root)
+		if err != nil || !within(real, realRoot) {
+			continue
+		}
+		rel, err := filepath.Rel(realRoot, real)
+		if err != nil {
+			continue
+		}
+		if a := filepath.Join(root, rel); !slices.Contains(out, a) {
+			out = append(out, a)
+		}
 	}
 	return out
 }
