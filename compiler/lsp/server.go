@@ -61,12 +61,9 @@ type Server struct {
 	shutdown    bool
 	docs        map[string]*document // by URI
 	published   map[string]string    // URI -> JSON of the diagnostics last sent
-	generation  int                  // bumped on every change; see Validated
 
 	kick  chan struct{}
 	ready chan struct{} // closed once initialize has set opts
-	// validated is signalled after each validation pass, for tests.
-	validated func(generation int)
 
 	schemaInfo *schemaInfo
 }
@@ -305,7 +302,6 @@ func (s *Server) open(p didOpenParams) {
 	}
 	s.mu.Lock()
 	s.docs[p.TextDocument.URI] = &document{uri: p.TextDocument.URI, path: path, version: p.TextDocument.Version, text: p.TextDocument.Text}
-	s.generation++
 	s.mu.Unlock()
 	s.request()
 }
@@ -318,7 +314,6 @@ func (s *Server) change(p didChangeParams) {
 			d.text = applyChange(d.text, c)
 		}
 		d.version = p.TextDocument.Version
-		s.generation++
 	}
 	s.mu.Unlock()
 	if d != nil {
@@ -331,7 +326,6 @@ func (s *Server) save(p didSaveParams) {
 	if d := s.docs[p.TextDocument.URI]; d != nil && p.Text != nil {
 		d.text = *p.Text
 	}
-	s.generation++
 	s.mu.Unlock()
 	s.request()
 }
@@ -345,7 +339,6 @@ func (s *Server) close(p didCloseParams) error {
 	_, had := s.docs[p.TextDocument.URI]
 	delete(s.docs, p.TextDocument.URI)
 	delete(s.published, p.TextDocument.URI)
-	s.generation++
 	s.mu.Unlock()
 	if !had {
 		return nil
@@ -381,16 +374,15 @@ func (s *Server) validateLoop(ctx context.Context) {
 
 // snapshot is what one validation pass works from.
 type snapshot struct {
-	generation int
-	opts       compiler.Options
-	optsErr    error
-	docs       []document
+	opts    compiler.Options
+	optsErr error
+	docs    []document
 }
 
 func (s *Server) snapshot() snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	snap := snapshot{generation: s.generation, opts: s.opts, optsErr: s.optsErr}
+	snap := snapshot{opts: s.opts, optsErr: s.optsErr}
 	for _, d := range s.docs {
 		snap.docs = append(snap.docs, *d)
 	}
@@ -438,9 +430,6 @@ func (s *Server) validate(schema *cue.Schema) {
 		if err := s.out.notify("textDocument/publishDiagnostics", publishDiagnosticsParams{URI: d.uri, Version: &v, Diagnostics: diags}); err != nil {
 			s.logf("publish diagnostics: %v", err)
 		}
-	}
-	if s.validated != nil {
-		s.validated(snap.generation)
 	}
 }
 
