@@ -19,6 +19,7 @@ type hook struct {
 	Name          string `json:"name"`
 	Entry         string `json:"entry"`
 	Language      string `json:"language"`
+	LangVersion   string `json:"language_version"`
 	PassFilenames *bool  `json:"pass_filenames"`
 	Files         string `json:"files"`
 }
@@ -52,8 +53,8 @@ func TestPreCommitHook(t *testing.T) {
 	if h == nil {
 		t.Fatalf("no facets-check hook in %+v", hooks)
 	}
-	if h.Language != "golang" || h.Name == "" {
-		t.Errorf("hook %+v: want language golang and a name", h)
+	if h.Language != "golang" || h.LangVersion != "system" || h.Name == "" {
+		t.Errorf("hook %+v: want language golang, language_version system (the Go on PATH) and a name", h)
 	}
 	// pre-commit's golang language installs the module's commands; the
 	// entry's program must be one of them.

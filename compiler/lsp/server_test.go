@@ -436,3 +436,45 @@ func TestOutsideChangesRevalidate(t *testing.T) {
 	}
 	c.stop()
 }
+
+// TestSymlinkedAgentDir: the agent dir is reached through a symlink (a
+// dotfiles checkout) while the editor opens the file by its resolved
+// path; the buffer still stands in for the file and gets its diagnostics.
+func TestSymlinkedAgentDir(t *testing.T) {
+	tr := newTree(t, map[string]string{"dotfiles/agent/facets/profiles/p/config.json": validConfig})
+	if err := os.Symlink(tr.path("dotfiles/agent"), tr.path("agent")); err != nil {
+		t.Fatal(err)
+	}
+	resolved := tr.path("dotfiles/agent/facets/profiles/p/config.json")
+	c := startServer(t, tr.config())
+	c.initialize(tr.path("proj"))
+	c.open(resolved, `{"version": 1, "name": "q", "tools": ["read"]}`)
+	if got := codes(c.diagnostics(resolved)); !cmp.Equal([]string{"0:23 name-mismatch 1"}, got) {
+		t.Errorf("diagnostics by the resolved path: %v", got)
+	}
+	c.change(resolved, 2, validConfig)
+	if got := c.diagnostics(resolved); len(got) != 0 {
+		t.Errorf("after the fix: %v", codes(got))
+	}
+	c.stop()
+}
+
+// TestUnsavedNewFile: a file that exists only in the editor (a new role
+// file, a new legacy profile) is checked as check will check it once
+// saved.
+func TestUnsavedNewFile(t *testing.T) {
+	tr := newTree(t, map[string]string{"agent/agents/.keep": "", "agent/facets/profiles/.keep": ""})
+	role := tr.path("agent/agents/fresh.md")
+	legacy := tr.path("agent/facets/profiles/fresh.json")
+	c := startServer(t, tr.config())
+	c.initialize(tr.path("proj"))
+	c.open(role, "---\nthinking: high\nspawning: sometimes\n---\nBody\n")
+	if got := codes(c.diagnostics(role)); len(got) == 0 {
+		t.Error("no diagnostics for an unsaved broken role file")
+	}
+	c.open(legacy, `{"version": 1, "name": "other", "tools": ["read"]}`)
+	if got := codes(c.diagnostics(legacy)); !cmp.Equal([]string{"0:23 name-mismatch 1"}, got) {
+		t.Errorf("unsaved legacy profile: %v", got)
+	}
+	c.stop()
+}

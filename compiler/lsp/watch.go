@@ -65,9 +65,6 @@ func (s *Server) watchLoop(ctx context.Context, ready <-chan struct{}) {
 			// Watch first, then validate: whatever changed before the
 			// new watches were in place is on disk for the pass to read.
 			s.refreshWatches(w, watched)
-			s.mu.Lock()
-			s.generation++
-			s.mu.Unlock()
 			s.request()
 		}
 	}
