@@ -478,3 +478,20 @@ func TestUnsavedNewFile(t *testing.T) {
 	}
 	c.stop()
 }
+
+// TestSetupErrorIsShown: when the source flags cannot become compile
+// options (a mistyped --agent-dir), every open file says so instead of
+// looking clean.
+func TestSetupErrorIsShown(t *testing.T) {
+	c := startServer(t, Config{Options: func(string) (compiler.Options, error) {
+		return compiler.Options{}, fmt.Errorf("--agent-dir /nope is not a directory")
+	}})
+	c.initialize("")
+	path := filepath.Join(t.TempDir(), "config.json")
+	c.open(path, validConfig)
+	got := c.diagnostics(path)
+	if len(got) != 1 || got[0].Code != "lsp-setup" || !strings.Contains(got[0].Message, "--agent-dir /nope") {
+		t.Errorf("got %+v", got)
+	}
+	c.stop()
+}
