@@ -495,3 +495,28 @@ func TestSetupErrorIsShown(t *testing.T) {
 	}
 	c.stop()
 }
+
+// TestDirectoryFindings: check names a directory for an untrusted
+// project's .pi/facets and for a profile defined in both forms; the files
+// in it show those findings.
+func TestDirectoryFindings(t *testing.T) {
+	project := "proj/.pi/facets/profiles/p/config.json"
+	twin := "agent/facets/profiles/twin/config.json"
+	tr := newTree(t, map[string]string{project: validConfig, twin: validConfig,
+		"agent/facets/profiles/twin.json": validConfig})
+	untrusted := false
+	tr.opts.TrustFlag = &untrusted
+	c := startServer(t, tr.config())
+	c.initialize(tr.path("proj"))
+	c.open(tr.path(project), validConfig)
+	if got := c.diagnostics(tr.path(project)); len(got) != 1 || got[0].Code != "untrusted-project" || got[0].Severity != severityInformation {
+		t.Errorf("a profile of an untrusted project: %+v", got)
+	}
+	c.open(tr.path(twin), validConfig)
+	got := c.diagnostics(tr.path(twin))
+	if len(got) != 1 || got[0].Code != "duplicate-profile-form" || len(got[0].RelatedInformation) != 1 ||
+		got[0].RelatedInformation[0].Location.URI != pathURI(tr.path("agent/facets/profiles/twin.json")) {
+		t.Errorf("a profile defined in both forms: %+v", got)
+	}
+	c.stop()
+}
