@@ -473,11 +473,12 @@ func TestPreCommitRecipe(t *testing.T) {
 	git(repo, "rm", "-q", "-r", "-f", ".pi/facets")
 	preCommit(0)
 
-	// The repository's own broken profile fails the commit, named.
-	writeFiles(t, repo, map[string]string{".pi/facets/profiles/bad/config.json": brokenProfile})
+	// The repository's own broken profile fails the commit, named, also
+	// in a subdirectory's .pi (which the hook's files: filter fires on).
+	writeFiles(t, repo, map[string]string{"svc/.pi/facets/profiles/bad/config.json": brokenProfile})
 	git(repo, "add", "-A")
 	out = preCommit(1)
-	if !strings.Contains(out, ".pi/facets/profiles/bad/config.json:1:1: error: missing required field \"tools\"") {
+	if !strings.Contains(out, "svc/.pi/facets/profiles/bad/config.json:1:1: error: missing required field \"tools\"") {
 		t.Errorf("the hook did not name the repository's broken profile:\n%s", out)
 	}
 	if strings.Contains(out, home) {
