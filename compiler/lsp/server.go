@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -507,9 +508,21 @@ func (s *Server) compile(schema *cue.Schema, opts compiler.Options, docs []docum
 		return out
 	}
 	byPath := map[string][]compiler.Diagnostic{}
+	var dirDiags []compiler.Diagnostic
+	isDir := map[string]bool{}
 	for _, d := range ds {
-		if d.File != "" {
-			byPath[d.File] = append(byPath[d.File], d)
+		if d.File == "" {
+			continue
+		}
+		byPath[d.File] = append(byPath[d.File], d)
+		dir, seen := isDir[d.File]
+		if !seen {
+			fi, err := os.Stat(d.File)
+			dir = err == nil && fi.IsDir()
+			isDir[d.File] = dir
+		}
+		if dir {
+			dirDiags = append(dirDiags, d)
 		}
 	}
 	for i, doc := range docs {
@@ -518,6 +531,15 @@ func (s *Server) compile(schema *cue.Schema, opts compiler.Options, docs []docum
 		for _, a := range aliases[i] {
 			for _, d := range byPath[a] {
 				conv = append(conv, convert(d, lines))
+			}
+			// A finding about a directory (an untrusted project's
+			// .pi/facets, a profile defined twice) concerns every file
+			// in it; check names the directory, the editor shows it in
+			// the files.
+			for _, d := range dirDiags {
+				if a != d.File && within(a, d.File) {
+					conv = append(conv, convert(d, lines))
+				}
 			}
 		}
 		out[doc.uri] = conv

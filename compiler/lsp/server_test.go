@@ -478,3 +478,45 @@ func TestUnsavedNewFile(t *testing.T) {
 	}
 	c.stop()
 }
+
+// TestSetupErrorIsShown: when the source flags cannot become compile
+// options (a mistyped --agent-dir), every open file says so instead of
+// looking clean.
+func TestSetupErrorIsShown(t *testing.T) {
+	c := startServer(t, Config{Options: func(string) (compiler.Options, error) {
+		return compiler.Options{}, fmt.Errorf("--agent-dir /nope is not a directory")
+	}})
+	c.initialize("")
+	path := filepath.Join(t.TempDir(), "config.json")
+	c.open(path, validConfig)
+	got := c.diagnostics(path)
+	if len(got) != 1 || got[0].Code != "lsp-setup" || !strings.Contains(got[0].Message, "--agent-dir /nope") {
+		t.Errorf("got %+v", got)
+	}
+	c.stop()
+}
+
+// TestDirectoryFindings: check names a directory for an untrusted
+// project's .pi/facets and for a profile defined in both forms; the files
+// in it show those findings.
+func TestDirectoryFindings(t *testing.T) {
+	project := "proj/.pi/facets/profiles/p/config.json"
+	twin := "agent/facets/profiles/twin/config.json"
+	tr := newTree(t, map[string]string{project: validConfig, twin: validConfig,
+		"agent/facets/profiles/twin.json": validConfig})
+	untrusted := false
+	tr.opts.TrustFlag = &untrusted
+	c := startServer(t, tr.config())
+	c.initialize(tr.path("proj"))
+	c.open(tr.path(project), validConfig)
+	if got := c.diagnostics(tr.path(project)); len(got) != 1 || got[0].Code != "untrusted-project" || got[0].Severity != severityInformation {
+		t.Errorf("a profile of an untrusted project: %+v", got)
+	}
+	c.open(tr.path(twin), validConfig)
+	got := c.diagnostics(tr.path(twin))
+	if len(got) != 1 || got[0].Code != "duplicate-profile-form" || len(got[0].RelatedInformation) != 1 ||
+		got[0].RelatedInformation[0].Location.URI != pathURI(tr.path("agent/facets/profiles/twin.json")) {
+		t.Errorf("a profile defined in both forms: %+v", got)
+	}
+	c.stop()
+}
