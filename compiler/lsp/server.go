@@ -63,8 +63,9 @@ type Server struct {
 	docs        map[string]*document // by URI
 	published   map[string]string    // URI -> JSON of the diagnostics last sent
 
-	kick  chan struct{}
-	ready chan struct{} // closed once initialize has set opts
+	kick    chan struct{}
+	ready   chan struct{} // closed once initialize has set opts
+	rewatch chan struct{} // a document opened: its scope may need watching
 
 	schemaInfo *schemaInfo
 }
@@ -75,7 +76,7 @@ func NewServer(out io.Writer, cfg Config) *Server {
 		cfg.Debounce = 50 * time.Millisecond
 	}
 	return &Server{cfg: cfg, out: &writer{w: out}, docs: map[string]*document{}, published: map[string]string{},
-		kick: make(chan struct{}, 1), ready: make(chan struct{})}
+		kick: make(chan struct{}, 1), ready: make(chan struct{}), rewatch: make(chan struct{}, 1)}
 }
 
 // Serve reads messages from in until the client sends exit or closes the
@@ -121,7 +122,7 @@ func (s *Server) Run(ctx context.Context, in io.Reader) error {
 		if m.Method == "exit" {
 			return s.exitStatus("exit before shutdown")
 		}
-		if err := s.handle(ctx, m); err != nil {
+		if err := s.handle(m); err != nil {
 			return err
 		}
 	}
@@ -144,7 +145,7 @@ func (s *Server) logf(format string, args ...any) {
 
 // handle answers one message. Only a write failure is returned: the
 // connection is gone.
-func (s *Server) handle(ctx context.Context, m *message) error {
+func (s *Server) handle(m *message) error {
 	if m.Method == "" {
 		return nil // a response to a request the server never sends
 	}
@@ -305,6 +306,10 @@ func (s *Server) open(p didOpenParams) {
 	s.docs[p.TextDocument.URI] = &document{uri: p.TextDocument.URI, path: path, version: p.TextDocument.Version, text: p.TextDocument.Text}
 	s.mu.Unlock()
 	s.request()
+	select {
+	case s.rewatch <- struct{}{}:
+	default:
+	}
 }
 
 func (s *Server) change(p didChangeParams) {

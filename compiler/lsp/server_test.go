@@ -7,11 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/facets-dev/facets/compiler"
@@ -519,4 +521,60 @@ func TestDirectoryFindings(t *testing.T) {
 		t.Errorf("a profile defined in both forms: %+v", got)
 	}
 	c.stop()
+}
+
+// TestOutsideChangesInAnotherProject: a file of a project that is not the
+// workspace (checked in its own scope) is watched from when it is opened.
+func TestOutsideChangesInAnotherProject(t *testing.T) {
+	cfgRel := "other/.pi/facets/profiles/p/config.json"
+	text := `{"version": 1, "name": "p", "tools": ["read"], "skills": ["./skills/x.md"]}`
+	tr := newTree(t, map[string]string{cfgRel: text})
+	cfg := tr.config()
+	cfg.Debounce = 10 * time.Millisecond
+	c := startServer(t, cfg)
+	c.initialize(tr.path("proj"))
+	c.open(tr.path(cfgRel), text)
+	if got := codes(c.diagnostics(tr.path(cfgRel))); !cmp.Equal([]string{"0:58 unknown-skill 1"}, got) {
+		t.Fatalf("before the skill exists: %v", got)
+	}
+	skill := tr.path("other/.pi/facets/profiles/p/skills/x.md")
+	os.MkdirAll(filepath.Dir(skill), 0o755)
+	if err := os.WriteFile(skill, []byte("a skill"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.diagnostics(tr.path(cfgRel)); len(got) != 0 {
+		t.Errorf("after the skill was written outside the editor: %v", codes(got))
+	}
+	c.stop()
+}
+
+// TestWatchesFollowOpenDocuments: the watched directories include the
+// scope of every open document, also a project outside the workspace, and
+// drop it when no open document needs it.
+func TestWatchesFollowOpenDocuments(t *testing.T) {
+	cfgRel := "other/.pi/facets/profiles/p/config.json"
+	tr := newTree(t, map[string]string{cfgRel: validConfig, "agent/facets/profiles/g/config.json": validConfig})
+	s := NewServer(io.Discard, tr.config())
+	s.opts = tr.opts
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	watched := map[string]bool{}
+	s.refreshWatches(w, watched)
+	profileDir := tr.path("other/.pi/facets/profiles/p")
+	if !watched[tr.path("agent/facets/profiles/g")] || watched[profileDir] {
+		t.Fatalf("no document open: %v", watched)
+	}
+	s.docs[pathURI(tr.path(cfgRel))] = &document{uri: pathURI(tr.path(cfgRel)), path: tr.path(cfgRel), text: validConfig}
+	s.refreshWatches(w, watched)
+	if !watched[profileDir] || !slices.Contains(w.WatchList(), profileDir) {
+		t.Errorf("the other project's profile is not watched: %v", w.WatchList())
+	}
+	delete(s.docs, pathURI(tr.path(cfgRel)))
+	s.refreshWatches(w, watched)
+	if watched[profileDir] || slices.Contains(w.WatchList(), profileDir) {
+		t.Errorf("still watched after the document closed: %v", w.WatchList())
+	}
 }

@@ -55,6 +55,8 @@ func (s *Server) watchLoop(ctx context.Context, ready <-chan struct{}) {
 				timer = time.NewTimer(s.cfg.Debounce)
 				fire = timer.C
 			}
+		case <-s.rewatch:
+			s.refreshWatches(w, watched)
 		case err, ok := <-w.Errors:
 			if !ok {
 				return
