@@ -290,3 +290,52 @@ func BenchmarkRoleManyKeys(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFrozenManifestLaunch measures what each delegate or invoke with
+// --manifest pays before it launches (every launch is its own facets
+// process): loading the schema ("schema"), then checking a frozen manifest
+// of n profiles and n roles against #Manifest and decoding it
+// ("read/n=..."), or, for a manifest an earlier launch checked, reading
+// and decoding it only ("checked-before/n=...").
+func BenchmarkFrozenManifestLaunch(b *testing.B) {
+	b.Run("schema", func(b *testing.B) {
+		for b.Loop() {
+			loadSchema(b)
+		}
+	})
+	for _, n := range []int{10, 1000} {
+		root := writeBenchTree(b, n)
+		m, _ := coldCompile(b, Options{Env: treeEnv(b, root, filepath.Join(root, "home"))})
+		data, err := m.Encode()
+		if err != nil {
+			b.Fatal(err)
+		}
+		schema := loadSchema(b)
+		b.Run(fmt.Sprintf("read/n=%d", n), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := ParseManifest(schema, "m.json", data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		// A later launch of the same manifest: CheckedManifests finds its
+		// check on record and only decodes it.
+		path := filepath.Join(b.TempDir(), "m.json")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			b.Fatal(err)
+		}
+		checked := CheckedManifests{Dir: b.TempDir()}
+		if _, err := checked.Load(path); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("checked-before/n=%d", n), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := checked.Load(path); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

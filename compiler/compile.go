@@ -594,7 +594,10 @@ func (c *compilation) resolveSkills(cand *candidate, trusted bool) (paths []stri
 		if !found {
 			line, col := cand.result.Position(fmt.Sprintf("skills.%d", i))
 			hint := "install the skill in <agentDir>/skills or ~/.agents/skills, or use a path relative to the profile"
-			if profiles.IsNamedSkill(ref) && !trusted {
+			switch {
+			case c.env.ProjectOnly:
+				hint = "a repository check (--project-only) reads no personal skills: commit the skill in .pi/skills or .agents/skills of the repository, or use a path relative to the profile"
+			case profiles.IsNamedSkill(ref) && !trusted:
 				hint = "project skills are only searched when the project is trusted; " + hint
 			}
 			diags = append(diags, Diagnostic{Severity: Error, Code: "unknown-skill", File: e.ConfigPath, Line: line, Column: col, Subject: e.Name,

@@ -1,9 +1,16 @@
 package compiler
 
 import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/cue"
@@ -32,6 +39,10 @@ func ParseManifest(schema *cue.Schema, path string, data []byte) (*manifest.Mani
 		}
 		return nil, fmt.Errorf("read manifest %s", strings.Join(lines, "; "))
 	}
+	return decodeManifest(path, data)
+}
+
+func decodeManifest(path string, data []byte) (*manifest.Manifest, error) {
 	var m manifest.Manifest
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("read manifest %s: %w", path, err)
@@ -40,6 +51,76 @@ func ParseManifest(schema *cue.Schema, path string, data []byte) (*manifest.Mani
 		return nil, fmt.Errorf("read manifest %s: version %d, want %d", path, m.Version, manifest.Version)
 	}
 	return &m, nil
+}
+
+// CheckedManifests remembers in Dir which manifests passed #Manifest, by
+// the sha256 of their bytes and of the embedded schema, so a frozen
+// manifest is checked once, not at every delegate or invoke: each is its
+// own facets process, and checking 1,000 profiles costs about half a
+// second (BenchmarkFrozenManifestLaunch). An empty Dir remembers nothing.
+// Dir is the user's own cache: whoever can write there could as well
+// write the manifest itself.
+type CheckedManifests struct {
+	Dir string
+}
+
+// maxCheckedManifests bounds Dir: the oldest entries go beyond it.
+const maxCheckedManifests = 64
+
+// Load reads a frozen manifest as ReadManifest does, skipping the
+// #Manifest check for bytes already checked under this schema.
+func (c CheckedManifests) Load(path string) (*manifest.Manifest, error) {
+	data, err := safefile.ReadFile(path, manifest.MaxBytes)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	sum := sha256.Sum256([]byte(cue.Digest() + "\x00" + string(data)))
+	entry := ""
+	if c.Dir != "" {
+		entry = filepath.Join(c.Dir, hex.EncodeToString(sum[:]))
+		if fi, err := os.Lstat(entry); err == nil && fi.Mode().IsRegular() {
+			return decodeManifest(path, data)
+		}
+	}
+	schema, err := cue.Load()
+	if err != nil {
+		return nil, err
+	}
+	m, err := ParseManifest(schema, path, data)
+	if err == nil && entry != "" {
+		c.remember(entry) // best effort: without it the next launch checks again
+	}
+	return m, err
+}
+
+// remember records entry, dropping the oldest entries beyond the bound.
+func (c CheckedManifests) remember(entry string) {
+	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+		return
+	}
+	f, err := os.OpenFile(entry, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return
+	}
+	f.Close()
+	des, err := os.ReadDir(c.Dir)
+	if err != nil || len(des) <= maxCheckedManifests {
+		return
+	}
+	type aged struct {
+		name string
+		mod  int64
+	}
+	var all []aged
+	for _, de := range des {
+		if fi, err := de.Info(); err == nil {
+			all = append(all, aged{de.Name(), fi.ModTime().UnixNano()})
+		}
+	}
+	slices.SortFunc(all, func(a, b aged) int { return cmp.Compare(a.mod, b.mod) })
+	for _, a := range all[:max(0, len(all)-maxCheckedManifests)] {
+		os.Remove(filepath.Join(c.Dir, a.name))
+	}
 }
 
 // LoadManifest reads a frozen manifest with a freshly loaded schema; see

@@ -1,8 +1,12 @@
 package compiler
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -10,6 +14,7 @@ import (
 
 	"github.com/facets-dev/facets/compiler/diag"
 	"github.com/facets-dev/facets/compiler/manifest"
+	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/internal/safefile/safefiletest"
 )
 
@@ -119,4 +124,58 @@ func TestReadManifestHostile(t *testing.T) {
 		_, err := ReadManifest(schema, path)
 		return err
 	})
+}
+
+// TestCheckedManifestsCheckOnce: a frozen manifest is checked against
+// #Manifest by its first launch only; later launches of the same bytes
+// under the same schema decode it straight away. A manifest that fails
+// the check is never remembered, and the memory is bounded.
+func TestCheckedManifestsCheckOnce(t *testing.T) {
+	c := CheckedManifests{Dir: filepath.Join(t.TempDir(), "checked")}
+	b, err := sampleManifest().Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := write(t, b)
+	for i := range 2 {
+		if _, err := c.Load(path); err != nil {
+			t.Fatalf("load %d: %v", i, err)
+		}
+	}
+	if ents, _ := os.ReadDir(c.Dir); len(ents) != 1 {
+		t.Fatalf("%d entries after two loads of one manifest, want 1", len(ents))
+	}
+	// Decodable but against #Manifest (a profile without tools): refused
+	// and not remembered, then accepted once its check is on record,
+	// which shows the second launch does not evaluate #Manifest.
+	bad := regexp.MustCompile(`"tools": \[\s*"read"\s*\]`).ReplaceAllString(string(b), `"tools": []`)
+	if bad == string(b) {
+		t.Fatalf("no tools list to empty in %s", b)
+	}
+	badPath := write(t, []byte(bad))
+	if _, err := c.Load(badPath); err == nil {
+		t.Fatal("a manifest breaking #Manifest loaded")
+	}
+	if ents, _ := os.ReadDir(c.Dir); len(ents) != 1 {
+		t.Fatalf("a refused manifest was remembered: %d entries", len(ents))
+	}
+	sum := sha256.Sum256([]byte(cue.Digest() + "\x00" + bad))
+	os.WriteFile(filepath.Join(c.Dir, hex.EncodeToString(sum[:])), nil, 0o600)
+	if _, err := c.Load(badPath); err != nil {
+		t.Fatalf("a remembered manifest was checked again: %v", err)
+	}
+	if _, err := (CheckedManifests{}).Load(badPath); err == nil {
+		t.Fatal("without a Dir the check was skipped")
+	}
+	for i := range maxCheckedManifests + 6 {
+		m := sampleManifest()
+		m.Cwd = fmt.Sprintf("/work/%d", i)
+		b, _ := m.Encode()
+		if _, err := c.Load(write(t, b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ents, _ := os.ReadDir(c.Dir); len(ents) > maxCheckedManifests {
+		t.Errorf("%d entries, want at most %d", len(ents), maxCheckedManifests)
+	}
 }

@@ -4,7 +4,9 @@
 package cue
 
 import (
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"path"
@@ -85,6 +87,19 @@ func (s *Schema) init() error {
 	}
 	s.ctx, s.root = ctx, root
 	return nil
+}
+
+// Digest returns the sha256, in hex, of the embedded schema files (their
+// names and contents): it changes whenever what the schema accepts may.
+func Digest() string {
+	h := sha256.New()
+	entries, _ := fs.ReadDir(schemaFiles, "schema")
+	for _, e := range entries {
+		b, _ := schemaFiles.ReadFile("schema/" + e.Name())
+		fmt.Fprintf(h, "%s\x00%d\x00", e.Name(), len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Source returns the embedded CUE schema as one self-contained CUE file:

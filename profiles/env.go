@@ -2,8 +2,10 @@ package profiles
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/facets-dev/facets/internal/envvar"
 )
@@ -132,3 +134,39 @@ func (e Env) GlobalProfilesDir() string { return filepath.Join(e.AgentDir, "face
 
 // ProjectProfilesDir is where a project directory keeps its profiles.
 func ProjectProfilesDir(dir string) string { return filepath.Join(dir, ".pi", "facets", "profiles") }
+
+// ProjectsBelow lists dir and every directory below it that holds a .pi
+// directory, in walk order (dir first): the working directories a
+// repository check judges, each as a Main started there would see it. It
+// does not descend into hidden directories (.git, .pi itself) or
+// node_modules, and never follows a symbolic link.
+func ProjectsBelow(dir string) ([]string, error) {
+	dir = filepath.Clean(dir)
+	out := []string{dir}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == dir {
+				return err
+			}
+			return nil // an unreadable subdirectory holds nothing facets would read
+		}
+		if !d.IsDir() || p == dir {
+			return nil
+		}
+		name := d.Name()
+		if name == ".pi" {
+			if parent := filepath.Dir(p); parent != dir {
+				out = append(out, parent)
+			}
+			return filepath.SkipDir
+		}
+		if strings.HasPrefix(name, ".") || name == "node_modules" {
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find projects below %s: %w", dir, err)
+	}
+	return out, nil
+}

@@ -3,6 +3,7 @@ package profiles
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -232,5 +233,28 @@ func TestProjectOnlyEnv(t *testing.T) {
 		if dirs[0] != env.Root || dirs[len(dirs)-1] != env.Cwd {
 			t.Errorf("%s: ProjectDirs = %v, want %s down to %s", tc.cwd, dirs, env.Root, env.Cwd)
 		}
+	}
+}
+
+// TestProjectsBelow pins which directories a repository check judges:
+// the start and every directory below it with a .pi, but nothing inside
+// hidden directories, node_modules or a symbolic link.
+func TestProjectsBelow(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{".pi/facets", "svc/.pi/agents", "svc/api/.pi", "node_modules/x/.pi", ".hidden/y/.pi", "docs", "real/z/.pi"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(root, "real"), filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ProjectsBelow(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{root, filepath.Join(root, "real", "z"), filepath.Join(root, "svc"), filepath.Join(root, "svc", "api")}
+	if !slices.Equal(got, want) {
+		t.Errorf("ProjectsBelow = %v, want %v", got, want)
 	}
 }

@@ -2,6 +2,7 @@ package profiles_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -174,5 +175,36 @@ func TestNewNeverLeavesRepository(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
 		t.Errorf("written outside the repository: %v", ents)
+	}
+}
+
+// TestSettingsColumnsMatchProfileDiagnostics: a trust.json or settings.json
+// error is placed as a config.json error on the same bytes is: after a
+// leading byte order mark (which editors do not show and Pi strips), with
+// the column counting bytes, the rule of every facets diagnostic.
+func TestSettingsColumnsMatchProfileDiagnostics(t *testing.T) {
+	schema, err := cue.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range []string{
+		"\uFEFF{\"é😀\": true \"x\": 1}",       // syntax error after multi-byte text, with a BOM
+		"{\n  \"/é\": true,\n  \"/ü\" tru\n}", // on a later line
+		"\uFEFF{\"é😀\": true,}",               // trailing comma
+	} {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "trust.json"), []byte(doc), 0o600)
+		_, err := profiles.DecideTrust(profiles.Env{AgentDir: dir, Cwd: "/nowhere"}, nil)
+		var se *profiles.SettingsError
+		if !errors.As(err, &se) {
+			t.Fatalf("%q: err = %v", doc, err)
+		}
+		res := schema.ValidateJSON(cue.Profile, "config.json", []byte(doc))
+		if len(res.Findings) != 1 {
+			t.Fatalf("%q: profile findings %v", doc, res.Findings)
+		}
+		if f := res.Findings[0]; se.Line != f.Line || se.Column != f.Column {
+			t.Errorf("%q: trust.json error at %d:%d, config.json error at %d:%d", doc, se.Line, se.Column, f.Line, f.Column)
+		}
 	}
 }

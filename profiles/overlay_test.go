@@ -1,6 +1,7 @@
 package profiles
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -103,5 +104,42 @@ func TestSkillNames(t *testing.T) {
 		if _, ok := ResolveSkill(n, root, env, true); !ok {
 			t.Errorf("%s does not resolve", n)
 		}
+	}
+}
+
+// TestOverlayUnsavedFiles: a buffer for a file not on disk yet is
+// discovered where the saved file would be: a legacy profile, a
+// config.json in a new profile directory, a role file.
+func TestOverlayUnsavedFiles(t *testing.T) {
+	root := t.TempDir()
+	agent := filepath.Join(root, "agent")
+	profilesDir := filepath.Join(agent, "facets/profiles")
+	os.MkdirAll(profilesDir, 0o700)
+	os.MkdirAll(filepath.Join(agent, "agents"), 0o700)
+	legacy := filepath.Join(profilesDir, "new.json")
+	config := filepath.Join(profilesDir, "fresh/config.json")
+	role := filepath.Join(agent, "agents/new-role.md")
+	ov := Overlay{legacy: []byte("legacy"), config: []byte("config"), role: []byte("role"),
+		filepath.Join(profilesDir, "fresh/deeper/config.json"): []byte("not a profile"),
+		filepath.Join(agent, "agents/sub/x.md"):                []byte("not a role")}
+	sp := scanProfiles(profilesDir, Global, ov)
+	var got []string
+	for _, e := range sp.Entries {
+		got = append(got, fmt.Sprintf("%s %s %s %s", e.Name, e.Form, e.ConfigPath, e.Config))
+	}
+	want := []string{
+		fmt.Sprintf("fresh directory %s config", config),
+		fmt.Sprintf("new legacy %s legacy", legacy),
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("profiles: got %q, want %q", got, want)
+	}
+	roles, _ := DiscoverRoles(RoleSources{AgentDir: agent, Overlay: ov})
+	if len(roles.Files) != 1 || roles.Files[0].Path != role || string(roles.Files[0].Data) != "role" {
+		t.Errorf("roles: %+v", roles.Files)
+	}
+	// Without an overlay nothing is there.
+	if sp := ScanProfiles(profilesDir, Global); len(sp.Entries) != 0 {
+		t.Errorf("without overlay: %+v", sp.Entries)
 	}
 }

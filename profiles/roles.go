@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/facets-dev/facets/compiler/diag"
@@ -107,7 +108,7 @@ func (d *roleDiscovery) problem(p diag.Diagnostic) { d.problems = append(d.probl
 // roles directory. A missing directory is an empty layer unless it was
 // configured explicitly (the bundled dir).
 func (d *roleDiscovery) layerDir(layer, dir string, required bool) {
-	names, err := mdChildren(dir)
+	names, err := mdChildren(dir, d.overlay)
 	if errors.Is(err, fs.ErrNotExist) && !required {
 		return
 	}
@@ -174,7 +175,7 @@ func (d *roleDiscovery) packs(paths []string) {
 		start := p
 		switch {
 		case fi.IsDir():
-			names, err := mdChildren(p)
+			names, err := mdChildren(p, d.overlay)
 			if err != nil {
 				d.unreadablePack(p, err)
 				continue
@@ -284,7 +285,7 @@ func readRoleFile(ov Overlay, path string) ([]byte, *diag.Diagnostic) {
 // order, as os.ReadDir returns them. pi-herdr-agents sorts with
 // localeCompare; byte order is the locale-independent choice and only
 // matters within one layer.
-func mdChildren(dir string) ([]string, error) {
+func mdChildren(dir string, ov Overlay) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -295,6 +296,13 @@ func mdChildren(dir string) ([]string, error) {
 			names = append(names, e.Name())
 		}
 	}
+	// Unsaved role files not on disk yet (facets lsp).
+	for _, p := range ov.unlisted(dir, func(rel string) bool { return !strings.Contains(rel, "/") && strings.HasSuffix(rel, ".md") }) {
+		if n := filepath.Base(p); !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
 	return names, nil
 }
 

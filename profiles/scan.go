@@ -147,6 +147,29 @@ func scanProfiles(dir string, scope Scope, ov Overlay) ScopeProfiles {
 			c.legacy = p
 		}
 	}
+	// Unsaved buffers of profiles not on disk yet (facets lsp): a legacy
+	// <name>.json, or <name>/config.json in a new directory.
+	for _, p := range ov.unlisted(dir, func(rel string) bool {
+		sub, file, nested := strings.Cut(rel, "/")
+		return !nested && strings.HasSuffix(rel, ".json") || nested && file == "config.json" && sub != ""
+	}) {
+		name, form := strings.TrimSuffix(filepath.Base(p), ".json"), Legacy
+		if filepath.Base(p) == "config.json" && filepath.Dir(filepath.Dir(p)) == dir {
+			name, form = filepath.Base(filepath.Dir(p)), Directory
+		}
+		c := byName[name]
+		if c == nil {
+			c = &cand{}
+			byName[name] = c
+			names = append(names, name)
+		}
+		switch {
+		case form == Directory && c.dir == "":
+			c.dir = filepath.Dir(p)
+		case form == Legacy && c.legacy == "":
+			c.legacy = p
+		}
+	}
 	slices.Sort(names)
 	for _, name := range names {
 		c := byName[name]

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"unicode"
 
 	"github.com/facets-dev/facets/internal/safefile"
 )
@@ -161,8 +162,18 @@ func readJSONFile(path string, v any, shape func([]byte, *json.UnmarshalTypeErro
 		switch {
 		case errors.As(err, &syn):
 			serr.Line, serr.Column = lineCol(b, syn.Offset)
+			var cause error = syn
+			// A comma before the closing bracket is placed at the comma
+			// and named, as in profile diagnostics.
+			if at := int(syn.Offset) - 1; at > 0 && at < len(b) && (b[at] == '}' || b[at] == ']') {
+				if comma := bytes.LastIndexFunc(b[:at], func(r rune) bool { return !unicode.IsSpace(r) }); comma >= 0 && b[comma] == ',' {
+					serr.Line, serr.Column = lineCol(b, int64(comma)+1)
+					cause = fmt.Errorf("trailing comma before '%c'", b[at])
+				}
+			}
+			serr.Err = cause
 			if filepath.Base(path) == "trust.json" {
-				serr.Err = fmt.Errorf("%v; trust.json must be %s", syn, TrustFileShape)
+				serr.Err = fmt.Errorf("%v; trust.json must be %s", cause, TrustFileShape)
 			}
 		case errors.As(err, &typ):
 			serr.Line, serr.Column = lineCol(b, typ.Offset)

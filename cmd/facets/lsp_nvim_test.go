@@ -67,6 +67,9 @@ func TestNeovimDiagnostics(t *testing.T) {
 		// 32,769 astral characters: within 65,536 characters, over
 		// 65,536 UTF-16 units.
 		"agent/facets/profiles/big.json": `{"version": 1, "name": "big", "tools": ["read"], "instructions": "` + strings.Repeat("😀", 32769) + `"}` + "\n",
+		// A profile in both forms: check names its directory.
+		"agent/facets/profiles/twin/config.json": `{"version": 1, "name": "twin", "tools": ["read"]}` + "\n",
+		"agent/facets/profiles/twin.json":        `{"version": 1, "name": "twin", "tools": ["read"]}` + "\n",
 		// A JSON syntax error after multi-byte characters.
 		"agent/facets/profiles/syn.json": `{"version": 1, "name": "syn", "description": "é😀" "tools": ["read"]}` + "\n",
 		"agent/agents/reviewer.md":       "---\nname: reviewer\ndescription: Reviews — “carefully” 😀\nmodel: anthropic/claude\nmodel: openai/gpt\nthinking: extreme\n---\nBody.\n",
@@ -177,9 +180,19 @@ func TestNeovimDiagnostics(t *testing.T) {
 		for _, r := range d.Related {
 			related = append(related, r.File)
 		}
-		want[file] = append(want[file], nvimDiagnostic{Lnum: max(d.Line-1, 0), Col: max(d.Column-1, 0),
+		nd := nvimDiagnostic{Lnum: max(d.Line-1, 0), Col: max(d.Column-1, 0),
 			Severity: map[compiler.Severity]int{compiler.Error: 1, compiler.Warning: 2, compiler.Info: 3}[d.Severity],
-			Code:     d.Code, Source: "facets", Message: msg, Related: related})
+			Code:     d.Code, Source: "facets", Message: msg, Related: related}
+		// A finding about a directory shows in the open files in it.
+		if fi, err := os.Stat(file); err == nil && fi.IsDir() {
+			for _, f := range open {
+				if strings.HasPrefix(f, file+string(filepath.Separator)) {
+					want[f] = append(want[f], nd)
+				}
+			}
+			continue
+		}
+		want[file] = append(want[file], nd)
 	}
 	order := func(a, b nvimDiagnostic) int {
 		return cmp.Or(a.Lnum-b.Lnum, a.Col-b.Col, strings.Compare(a.Code, b.Code), strings.Compare(a.Message, b.Message))

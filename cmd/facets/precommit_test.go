@@ -19,6 +19,7 @@ type hook struct {
 	Name          string `json:"name"`
 	Entry         string `json:"entry"`
 	Language      string `json:"language"`
+	LangVersion   string `json:"language_version"`
 	PassFilenames *bool  `json:"pass_filenames"`
 	Files         string `json:"files"`
 }
@@ -26,7 +27,9 @@ type hook struct {
 // TestPreCommitHook parses the repository's .pre-commit-hooks.yaml and runs
 // the facets-check entry the way pre-commit would (from the repository
 // root, with no file names) against a clean and a broken fixture, and checks
-// that its files pattern selects facets sources and nothing else.
+// that its files pattern selects facets sources and nothing else, with a
+// broken profile in the agent dir that the hook must ignore. The real
+// pre-commit runs the hook in TestPreCommitRecipe.
 func TestPreCommitHook(t *testing.T) {
 	data, err := os.ReadFile("../../.pre-commit-hooks.yaml")
 	if err != nil {
@@ -50,8 +53,8 @@ func TestPreCommitHook(t *testing.T) {
 	if h == nil {
 		t.Fatalf("no facets-check hook in %+v", hooks)
 	}
-	if h.Language != "golang" || h.Name == "" {
-		t.Errorf("hook %+v: want language golang and a name", h)
+	if h.Language != "golang" || h.LangVersion != "system" || h.Name == "" {
+		t.Errorf("hook %+v: want language golang, language_version system (the Go on PATH) and a name", h)
 	}
 	// pre-commit's golang language installs the module's commands; the
 	// entry's program must be one of them.
@@ -89,7 +92,15 @@ func TestPreCommitHook(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			repo := t.TempDir()
-			env := map[string]string{envvar.AgentDir: filepath.Join(repo, "no-agent")}
+			// The committer's own agent dir holds a broken profile, which
+			// a repository's hook must not judge.
+			agent := t.TempDir()
+			mine := filepath.Join(agent, "facets", "profiles", "mine", "config.json")
+			os.MkdirAll(filepath.Dir(mine), 0o755)
+			if err := os.WriteFile(mine, []byte(`{"version":1,"name":"mine"}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			env := map[string]string{envvar.AgentDir: agent}
 			p := filepath.Join(repo, ".pi", "facets", "profiles", "p", "config.json")
 			os.MkdirAll(filepath.Dir(p), 0o755)
 			if err := os.WriteFile(p, []byte(tc.config), 0o644); err != nil {

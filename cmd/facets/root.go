@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/internal/envvar"
 	"github.com/facets-dev/facets/internal/termesc"
 )
@@ -136,6 +138,9 @@ func newRootCmd(a *app) *cobra.Command {
 		newVerifyCmd(a),
 		newVersionCmd(a, root.Version),
 	)
+	// cobra adds its completion command only when it executes; add it now
+	// so that strictArgs covers it (facets completion bogus).
+	root.InitDefaultCompletionCmd()
 	strictArgs(root)
 	return root
 }
@@ -192,3 +197,20 @@ func unknownCommand(cmd *cobra.Command, name string) error {
 
 // home is the user's home directory, as os.UserHomeDir finds it on Unix.
 func (a *app) home() string { return a.getenv(envvar.Home) }
+
+// checkedManifests is where launches remember the frozen manifests that
+// passed #Manifest: $XDG_CACHE_HOME/facets/checked-manifests, else
+// ~/.cache/facets/checked-manifests; nowhere without either.
+func (a *app) checkedManifests() compiler.CheckedManifests {
+	base := a.getenv(envvar.XDGCacheHome)
+	if !filepath.IsAbs(base) {
+		base = ""
+		if h := a.home(); filepath.IsAbs(h) {
+			base = filepath.Join(h, ".cache")
+		}
+	}
+	if base == "" {
+		return compiler.CheckedManifests{}
+	}
+	return compiler.CheckedManifests{Dir: filepath.Join(base, "facets", "checked-manifests")}
+}

@@ -250,7 +250,7 @@ func (f *manifestFlags) load(run *runFlags, profile string) (*manifest.Manifest,
 		return nil, "", usageError{fmt.Errorf("Pi bridge %s is not a file: run facets pi-extension install, then pass --bridge \"$(facets pi-extension --path)\" or set %s to it", f.bridge, envvar.PiBridge)}
 	}
 	if f.manifest != "" {
-		m, err := compiler.LoadManifest(f.manifest)
+		m, err := run.app.checkedManifests().Load(f.manifest)
 		if err != nil {
 			return nil, "", usageError{err}
 		}

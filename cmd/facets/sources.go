@@ -46,7 +46,7 @@ func (f *sourceFlags) register(a *app, cmd *cobra.Command) {
 // registerProjectOnly adds check's --project-only, which ignores what the
 // other source flags name outside the repository, so it excludes them.
 func (f *sourceFlags) registerProjectOnly(cmd *cobra.Command) {
-	cmd.Flags().BoolVar(&f.projectOnly, "project-only", false, "judge the repository alone, as CI and pre-commit do: only the .pi scopes from the repository root (the nearest .git) down to --cwd, trusted; no agent dir, home, role packs or bundled roles")
+	cmd.Flags().BoolVar(&f.projectOnly, "project-only", false, "judge the repository alone, as CI and pre-commit do: --cwd and every directory below it that holds a .pi, each with the .pi scopes from the repository root (the nearest .git) down, trusted; no agent dir, home, role packs or bundled roles")
 	for _, other := range []string{"no-trust", "agent-dir", "role-pack", "bundled-roles"} {
 		cmd.MarkFlagsMutuallyExclusive("project-only", other)
 	}
@@ -107,6 +107,11 @@ func (f *sourceFlags) compile(names []string) (*manifest.Manifest, []compiler.Di
 	schema, err := cue.Load()
 	if err != nil {
 		return nil, nil, opts, err
+	}
+	if f.projectOnly {
+		// The whole repository below --cwd, for check: no manifest.
+		ds, err := compiler.CheckRepository(schema, opts)
+		return nil, ds, opts, err
 	}
 	m, ds, err := compiler.Compile(schema, opts)
 	return m, ds, opts, err

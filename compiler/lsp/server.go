@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -61,12 +62,10 @@ type Server struct {
 	shutdown    bool
 	docs        map[string]*document // by URI
 	published   map[string]string    // URI -> JSON of the diagnostics last sent
-	generation  int                  // bumped on every change; see Validated
 
-	kick  chan struct{}
-	ready chan struct{} // closed once initialize has set opts
-	// validated is signalled after each validation pass, for tests.
-	validated func(generation int)
+	kick    chan struct{}
+	ready   chan struct{} // closed once initialize has set opts
+	rewatch chan struct{} // a document opened: its scope may need watching
 
 	schemaInfo *schemaInfo
 }
@@ -77,7 +76,7 @@ func NewServer(out io.Writer, cfg Config) *Server {
 		cfg.Debounce = 50 * time.Millisecond
 	}
 	return &Server{cfg: cfg, out: &writer{w: out}, docs: map[string]*document{}, published: map[string]string{},
-		kick: make(chan struct{}, 1), ready: make(chan struct{})}
+		kick: make(chan struct{}, 1), ready: make(chan struct{}), rewatch: make(chan struct{}, 1)}
 }
 
 // Serve reads messages from in until the client sends exit or closes the
@@ -123,7 +122,7 @@ func (s *Server) Run(ctx context.Context, in io.Reader) error {
 		if m.Method == "exit" {
 			return s.exitStatus("exit before shutdown")
 		}
-		if err := s.handle(ctx, m); err != nil {
+		if err := s.handle(m); err != nil {
 			return err
 		}
 	}
@@ -146,7 +145,7 @@ func (s *Server) logf(format string, args ...any) {
 
 // handle answers one message. Only a write failure is returned: the
 // connection is gone.
-func (s *Server) handle(ctx context.Context, m *message) error {
+func (s *Server) handle(m *message) error {
 	if m.Method == "" {
 		return nil // a response to a request the server never sends
 	}
@@ -305,9 +304,12 @@ func (s *Server) open(p didOpenParams) {
 	}
 	s.mu.Lock()
 	s.docs[p.TextDocument.URI] = &document{uri: p.TextDocument.URI, path: path, version: p.TextDocument.Version, text: p.TextDocument.Text}
-	s.generation++
 	s.mu.Unlock()
 	s.request()
+	select {
+	case s.rewatch <- struct{}{}:
+	default:
+	}
 }
 
 func (s *Server) change(p didChangeParams) {
@@ -318,7 +320,6 @@ func (s *Server) change(p didChangeParams) {
 			d.text = applyChange(d.text, c)
 		}
 		d.version = p.TextDocument.Version
-		s.generation++
 	}
 	s.mu.Unlock()
 	if d != nil {
@@ -331,7 +332,6 @@ func (s *Server) save(p didSaveParams) {
 	if d := s.docs[p.TextDocument.URI]; d != nil && p.Text != nil {
 		d.text = *p.Text
 	}
-	s.generation++
 	s.mu.Unlock()
 	s.request()
 }
@@ -345,7 +345,6 @@ func (s *Server) close(p didCloseParams) error {
 	_, had := s.docs[p.TextDocument.URI]
 	delete(s.docs, p.TextDocument.URI)
 	delete(s.published, p.TextDocument.URI)
-	s.generation++
 	s.mu.Unlock()
 	if !had {
 		return nil
@@ -381,16 +380,15 @@ func (s *Server) validateLoop(ctx context.Context) {
 
 // snapshot is what one validation pass works from.
 type snapshot struct {
-	generation int
-	opts       compiler.Options
-	optsErr    error
-	docs       []document
+	opts    compiler.Options
+	optsErr error
+	docs    []document
 }
 
 func (s *Server) snapshot() snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	snap := snapshot{generation: s.generation, opts: s.opts, optsErr: s.optsErr}
+	snap := snapshot{opts: s.opts, optsErr: s.optsErr}
 	for _, d := range s.docs {
 		snap.docs = append(snap.docs, *d)
 	}
@@ -438,9 +436,6 @@ func (s *Server) validate(schema *cue.Schema) {
 		if err := s.out.notify("textDocument/publishDiagnostics", publishDiagnosticsParams{URI: d.uri, Version: &v, Diagnostics: diags}); err != nil {
 			s.logf("publish diagnostics: %v", err)
 		}
-	}
-	if s.validated != nil {
-		s.validated(snap.generation)
 	}
 }
 
@@ -498,8 +493,12 @@ func within(path, dir string) bool {
 // diagnostics that name each document.
 func (s *Server) compile(schema *cue.Schema, opts compiler.Options, docs []document) map[string][]diagnostic {
 	ov := profiles.Overlay{}
-	for _, d := range docs {
-		ov[d.path] = []byte(d.text)
+	aliases := make([][]string, len(docs))
+	for i, d := range docs {
+		aliases[i] = docAliases(opts, d.path)
+		for _, a := range aliases[i] {
+			ov[a] = []byte(d.text)
+		}
 	}
 	opts.Env.Overlay = ov
 	opts.NoDigests = true
@@ -514,18 +513,75 @@ func (s *Server) compile(schema *cue.Schema, opts compiler.Options, docs []docum
 		return out
 	}
 	byPath := map[string][]compiler.Diagnostic{}
+	var dirDiags []compiler.Diagnostic
+	isDir := map[string]bool{}
 	for _, d := range ds {
-		if d.File != "" {
-			byPath[d.File] = append(byPath[d.File], d)
+		if d.File == "" {
+			continue
+		}
+		byPath[d.File] = append(byPath[d.File], d)
+		dir, seen := isDir[d.File]
+		if !seen {
+			fi, err := os.Stat(d.File)
+			dir = err == nil && fi.IsDir()
+			isDir[d.File] = dir
+		}
+		if dir {
+			dirDiags = append(dirDiags, d)
 		}
 	}
-	for _, doc := range docs {
+	for i, doc := range docs {
 		lines := newLineIndex(doc.text)
 		var conv []diagnostic
-		for _, d := range byPath[doc.path] {
-			conv = append(conv, convert(d, lines))
+		for _, a := range aliases[i] {
+			for _, d := range byPath[a] {
+				conv = append(conv, convert(d, lines))
+			}
+			// A finding about a directory (an untrusted project's
+			// .pi/facets, a profile defined twice) concerns every file
+			// in it; check names the directory, the editor shows it in
+			// the files.
+			for _, d := range dirDiags {
+				if a != d.File && within(a, d.File) {
+					conv = append(conv, convert(d, lines))
+				}
+			}
 		}
 		out[doc.uri] = conv
+	}
+	return out
+}
+
+// docAliases returns path and the other names discovery may give the
+// same file: an editor often opens a file by its resolved path while the
+// agent dir, home or project is reached through a symlink (a dotfiles
+// checkout), and discovery names files by the configured path.
+func docAliases(opts compiler.Options, path string) []string {
+	out := []string{path}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		real = path // a buffer not saved yet: its directory may still resolve
+		if dir, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+			real = filepath.Join(dir, filepath.Base(path))
+		}
+	}
+	roots := []string{opts.Env.AgentDir, opts.Env.Cwd, opts.Env.Home, opts.BundledRoles}
+	roots = append(roots, opts.RolePacks...)
+	for _, root := range roots {
+		if root == "" || !filepath.IsAbs(root) {
+			continue
+		}
+		realRoot, err := filepath.EvalSymlinks(root)
+		if err != nil || !within(real, realRoot) {
+			continue
+		}
+		rel, err := filepath.Rel(realRoot, real)
+		if err != nil {
+			continue
+		}
+		if a := filepath.Join(root, rel); !slices.Contains(out, a) {
+			out = append(out, a)
+		}
 	}
 	return out
 }

@@ -7,11 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/facets-dev/facets/compiler"
@@ -435,4 +437,144 @@ func TestOutsideChangesRevalidate(t *testing.T) {
 		t.Errorf("after re-creating the project scope: %v", got)
 	}
 	c.stop()
+}
+
+// TestSymlinkedAgentDir: the agent dir is reached through a symlink (a
+// dotfiles checkout) while the editor opens the file by its resolved
+// path; the buffer still stands in for the file and gets its diagnostics.
+func TestSymlinkedAgentDir(t *testing.T) {
+	tr := newTree(t, map[string]string{"dotfiles/agent/facets/profiles/p/config.json": validConfig})
+	if err := os.Symlink(tr.path("dotfiles/agent"), tr.path("agent")); err != nil {
+		t.Fatal(err)
+	}
+	resolved := tr.path("dotfiles/agent/facets/profiles/p/config.json")
+	c := startServer(t, tr.config())
+	c.initialize(tr.path("proj"))
+	c.open(resolved, `{"version": 1, "name": "q", "tools": ["read"]}`)
+	if got := codes(c.diagnostics(resolved)); !cmp.Equal([]string{"0:23 name-mismatch 1"}, got) {
+		t.Errorf("diagnostics by the resolved path: %v", got)
+	}
+	c.change(resolved, 2, validConfig)
+	if got := c.diagnostics(resolved); len(got) != 0 {
+		t.Errorf("after the fix: %v", codes(got))
+	}
+	c.stop()
+}
+
+// TestUnsavedNewFile: a file that exists only in the editor (a new role
+// file, a new legacy profile) is checked as check will check it once
+// saved.
+func TestUnsavedNewFile(t *testing.T) {
+	tr := newTree(t, map[string]string{"agent/agents/.keep": "", "agent/facets/profiles/.keep": ""})
+	role := tr.path("agent/agents/fresh.md")
+	legacy := tr.path("agent/facets/profiles/fresh.json")
+	c := startServer(t, tr.config())
+	c.initialize(tr.path("proj"))
+	c.open(role, "---\nthinking: high\nspawning: sometimes\n---\nBody\n")
+	if got := codes(c.diagnostics(role)); len(got) == 0 {
+		t.Error("no diagnostics for an unsaved broken role file")
+	}
+	c.open(legacy, `{"version": 1, "name": "other", "tools": ["read"]}`)
+	if got := codes(c.diagnostics(legacy)); !cmp.Equal([]string{"0:23 name-mismatch 1"}, got) {
+		t.Errorf("unsaved legacy profile: %v", got)
+	}
+	c.stop()
+}
+
+// TestSetupErrorIsShown: when the source flags cannot become compile
+// options (a mistyped --agent-dir), every open file says so instead of
+// looking clean.
+func TestSetupErrorIsShown(t *testing.T) {
+	c := startServer(t, Config{Options: func(string) (compiler.Options, error) {
+		return compiler.Options{}, fmt.Errorf("--agent-dir /nope is not a directory")
+	}})
+	c.initialize("")
+	path := filepath.Join(t.TempDir(), "config.json")
+	c.open(path, validConfig)
+	got := c.diagnostics(path)
+	if len(got) != 1 || got[0].Code != "lsp-setup" || !strings.Contains(got[0].Message, "--agent-dir /nope") {
+		t.Errorf("got %+v", got)
+	}
+	c.stop()
+}
+
+// TestDirectoryFindings: check names a directory for an untrusted
+// project's .pi/facets and for a profile defined in both forms; the files
+// in it show those findings.
+func TestDirectoryFindings(t *testing.T) {
+	project := "proj/.pi/facets/profiles/p/config.json"
+	twin := "agent/facets/profiles/twin/config.json"
+	tr := newTree(t, map[string]string{project: validConfig, twin: validConfig,
+		"agent/facets/profiles/twin.json": validConfig})
+	untrusted := false
+	tr.opts.TrustFlag = &untrusted
+	c := startServer(t, tr.config())
+	c.initialize(tr.path("proj"))
+	c.open(tr.path(project), validConfig)
+	if got := c.diagnostics(tr.path(project)); len(got) != 1 || got[0].Code != "untrusted-project" || got[0].Severity != severityInformation {
+		t.Errorf("a profile of an untrusted project: %+v", got)
+	}
+	c.open(tr.path(twin), validConfig)
+	got := c.diagnostics(tr.path(twin))
+	if len(got) != 1 || got[0].Code != "duplicate-profile-form" || len(got[0].RelatedInformation) != 1 ||
+		got[0].RelatedInformation[0].Location.URI != pathURI(tr.path("agent/facets/profiles/twin.json")) {
+		t.Errorf("a profile defined in both forms: %+v", got)
+	}
+	c.stop()
+}
+
+// TestOutsideChangesInAnotherProject: a file of a project that is not the
+// workspace (checked in its own scope) is watched from when it is opened.
+func TestOutsideChangesInAnotherProject(t *testing.T) {
+	cfgRel := "other/.pi/facets/profiles/p/config.json"
+	text := `{"version": 1, "name": "p", "tools": ["read"], "skills": ["./skills/x.md"]}`
+	tr := newTree(t, map[string]string{cfgRel: text})
+	cfg := tr.config()
+	cfg.Debounce = 10 * time.Millisecond
+	c := startServer(t, cfg)
+	c.initialize(tr.path("proj"))
+	c.open(tr.path(cfgRel), text)
+	if got := codes(c.diagnostics(tr.path(cfgRel))); !cmp.Equal([]string{"0:58 unknown-skill 1"}, got) {
+		t.Fatalf("before the skill exists: %v", got)
+	}
+	skill := tr.path("other/.pi/facets/profiles/p/skills/x.md")
+	os.MkdirAll(filepath.Dir(skill), 0o755)
+	if err := os.WriteFile(skill, []byte("a skill"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.diagnostics(tr.path(cfgRel)); len(got) != 0 {
+		t.Errorf("after the skill was written outside the editor: %v", codes(got))
+	}
+	c.stop()
+}
+
+// TestWatchesFollowOpenDocuments: the watched directories include the
+// scope of every open document, also a project outside the workspace, and
+// drop it when no open document needs it.
+func TestWatchesFollowOpenDocuments(t *testing.T) {
+	cfgRel := "other/.pi/facets/profiles/p/config.json"
+	tr := newTree(t, map[string]string{cfgRel: validConfig, "agent/facets/profiles/g/config.json": validConfig})
+	s := NewServer(io.Discard, tr.config())
+	s.opts = tr.opts
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	watched := map[string]bool{}
+	s.refreshWatches(w, watched)
+	profileDir := tr.path("other/.pi/facets/profiles/p")
+	if !watched[tr.path("agent/facets/profiles/g")] || watched[profileDir] {
+		t.Fatalf("no document open: %v", watched)
+	}
+	s.docs[pathURI(tr.path(cfgRel))] = &document{uri: pathURI(tr.path(cfgRel)), path: tr.path(cfgRel), text: validConfig}
+	s.refreshWatches(w, watched)
+	if !watched[profileDir] || !slices.Contains(w.WatchList(), profileDir) {
+		t.Errorf("the other project's profile is not watched: %v", w.WatchList())
+	}
+	delete(s.docs, pathURI(tr.path(cfgRel)))
+	s.refreshWatches(w, watched)
+	if watched[profileDir] || slices.Contains(w.WatchList(), profileDir) {
+		t.Errorf("still watched after the document closed: %v", w.WatchList())
+	}
 }

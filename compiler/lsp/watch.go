@@ -55,6 +55,8 @@ func (s *Server) watchLoop(ctx context.Context, ready <-chan struct{}) {
 				timer = time.NewTimer(s.cfg.Debounce)
 				fire = timer.C
 			}
+		case <-s.rewatch:
+			s.refreshWatches(w, watched)
 		case err, ok := <-w.Errors:
 			if !ok {
 				return
@@ -65,9 +67,6 @@ func (s *Server) watchLoop(ctx context.Context, ready <-chan struct{}) {
 			// Watch first, then validate: whatever changed before the
 			// new watches were in place is on disk for the pass to read.
 			s.refreshWatches(w, watched)
-			s.mu.Lock()
-			s.generation++
-			s.mu.Unlock()
 			s.request()
 		}
 	}

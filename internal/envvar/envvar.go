@@ -79,6 +79,9 @@ const (
 	// AgentDir and for ~ in profile paths. Set by the system; read by the
 	// commands.
 	Home = "HOME"
+	// XDGCacheHome is the base of facets' cache of checked manifests
+	// ($XDG_CACHE_HOME/facets, else ~/.cache/facets). Set by the system.
+	XDGCacheHome = "XDG_CACHE_HOME"
 	// XDGRuntimeDir is the base of the channel root
 	// ($XDG_RUNTIME_DIR/pi-facets-<uid>). Set by the system; read by the Sub
 	// commands and facets pi-extension serve when no --runtime-dir is given.

@@ -245,12 +245,26 @@ func decodeManifest(data []byte) (Manifest, error) {
 		return bad(err.Error())
 	}
 	if err := json.Unmarshal(data, &m); err != nil {
-		return bad(err.Error())
+		return bad(jsonTerms(err).Error())
 	}
-	if m.RunID == "" || len(m.Token) != 64 {
-		return bad("runId must be non-empty and token 64 hex characters")
+	if m.RunID == "" || !isToken(m.Token) {
+		return bad("runId must be non-empty and token 64 lowercase hex characters")
 	}
 	return m, nil
+}
+
+// isToken reports whether t has the form of a capability token: 32 bytes
+// in lowercase hex, as both implementations write it.
+func isToken(t string) bool {
+	if len(t) != 64 {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		if c := t[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // checkProfile checks the fields a Sub relies on before it applies the

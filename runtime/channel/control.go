@@ -101,7 +101,7 @@ func (c *Channel) decodeControl(data []byte, v any, check func() error) error {
 		return err
 	}
 	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("decode: %w", err)
+		return jsonTerms(err)
 	}
 	if check != nil {
 		return check()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -72,6 +73,38 @@ func fields(data []byte) (map[string]json.RawMessage, error) {
 		return nil, errors.New("trailing data after JSON object")
 	}
 	return m, nil
+}
+
+// jsonTerms restates a type error of encoding/json in the file's terms
+// ("createdAt" must be an integer, not a string) instead of Go's (cannot
+// unmarshal string into Go struct field closureRecord.createdAt of type
+// int64); other errors are returned as they are.
+func jsonTerms(err error) error {
+	var typ *json.UnmarshalTypeError
+	if !errors.As(err, &typ) {
+		return err
+	}
+	want := "a " + typ.Type.Kind().String()
+	switch typ.Type.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		want = "an integer"
+	case reflect.Float32, reflect.Float64:
+		want = "a number"
+	case reflect.String:
+		want = "a string"
+	case reflect.Bool:
+		want = "true or false"
+	case reflect.Slice, reflect.Array:
+		want = "an array"
+	case reflect.Map, reflect.Struct:
+		want = "an object"
+	}
+	field := typ.Field
+	if field == "" {
+		return fmt.Errorf("the document must be %s, not %s", want, typ.Value)
+	}
+	return fmt.Errorf("%q must be %s, not %s", field, want, typ.Value)
 }
 
 func stringField(m map[string]json.RawMessage, key string) (string, error) {

@@ -260,7 +260,10 @@ func mainContext(ms []manifest.MainSection) string {
 	return strings.Join(parts, "\n\n")
 }
 
-// listing renders the /profiles report.
+// listing renders the /profiles report: the profiles, then the errors
+// under "Invalid profiles:" (TypeScript Facets' heading) and the warnings
+// (no-profiles, misnamed-path, masked, ...) under their own "Warnings:",
+// since a warning invalidates nothing.
 func listing(ps []manifest.Profile, ds []diag.Diagnostic) Notice {
 	var lines []string
 	for _, p := range ps {
@@ -271,11 +274,21 @@ func listing(ps []manifest.Profile, ds []diag.Diagnostic) Notice {
 		lines = []string{"No Facets profiles configured."}
 	}
 	n := Notice{Level: "info"}
-	if len(ds) > 0 {
-		n.Level = "warning"
-		lines = append(lines, "", "Invalid profiles:")
-		for _, d := range ds {
-			lines = append(lines, diagLine(d))
+	var errs, warns []string
+	for _, d := range ds {
+		if d.Severity == diag.Error {
+			errs = append(errs, diagLine(d))
+		} else {
+			warns = append(warns, diagLine(d))
+		}
+	}
+	for _, group := range []struct {
+		heading string
+		lines   []string
+	}{{"Invalid profiles:", errs}, {"Warnings:", warns}} {
+		if len(group.lines) > 0 {
+			n.Level = "warning"
+			lines = append(append(lines, "", group.heading), group.lines...)
 		}
 	}
 	n.Text = strings.Join(lines, "\n")

@@ -92,6 +92,17 @@ func TestMainPlanErrors(t *testing.T) {
 	if want := "No Facets profiles configured.\n\nInvalid profiles:\n/g/broken/config.json: tools must be a non-empty string array"; p.Profiles.Text != want || p.Profiles.Level != "warning" {
 		t.Errorf("/profiles = %+v, want warning %q", p.Profiles, want)
 	}
+	// Warnings are not invalid profiles: they get their own heading.
+	warnings := []diag.Diagnostic{
+		{Severity: diag.Warning, Code: "no-profiles", File: "/g/profiles", Message: "no profiles found"},
+		{Severity: diag.Warning, Code: "masked", File: "/g/profiles/ok.json", Message: "ok is masked by a nearer definition"},
+	}
+	if w := MainPlan(m, warnings, "").Profiles; w.Text != "bad-model (global, both)\nok (global, both)\n\nWarnings:\n/g/profiles: no profiles found\n/g/profiles/ok.json: ok is masked by a nearer definition" || w.Level != "warning" {
+		t.Errorf("/profiles with warnings only = %q (%s)", w.Text, w.Level)
+	}
+	if w := MainPlan(m, append(warnings[:1:1], ds...), "").Profiles; w.Text != "bad-model (global, both)\nok (global, both)\n\nInvalid profiles:\n/g/broken/config.json: tools must be a non-empty string array\n\nWarnings:\n/g/profiles: no profiles found" {
+		t.Errorf("/profiles with both = %q", w.Text)
+	}
 	if want := "## Available Facets delegation profiles\nNo agent-invokable profiles are configured. Do not call delegate until the user configures one."; p.Sections[SectionProfiles] != want {
 		t.Errorf("empty catalog = %q", p.Sections[SectionProfiles])
 	}

@@ -81,7 +81,8 @@ wait_all("diagnostics after didChange", function(name)
   if edits[name] == nil then
     return true
   end
-  return published[name] == vim.lsp.util.buf_versions[bufs[name]]
+  -- the version of a didChange is the buffer's changedtick (in every Neovim since 0.5)
+  return published[name] == vim.api.nvim_buf_get_changedtick(bufs[name])
 end)
 
 for _, name in ipairs(files) do
