@@ -182,7 +182,7 @@ func (c *compilation) noProfiles(trusted bool) Diagnostic {
 	if c.env.ProjectOnly {
 		dir := profiles.ProjectProfilesDir(c.env.Cwd)
 		return Diagnostic{Severity: Warning, Code: "no-profiles", File: dir,
-			Message: "no Facets profiles, roles or MAIN.md found in any .pi from " + c.env.Root + " down to " + c.env.Cwd,
+			Message: "no Facets profiles, roles or MAIN.md found in any .pi from " + c.env.Root + " down to " + c.env.Cwd + ", nor below it",
 			Hint:    "create <name>/config.json in " + dir + ", or check -C"}
 	}
 	where := c.env.GlobalProfilesDir()
