@@ -138,6 +138,9 @@ func newRootCmd(a *app) *cobra.Command {
 		newVerifyCmd(a),
 		newVersionCmd(a, root.Version),
 	)
+	// cobra adds its completion command only when it executes; add it now
+	// so that strictArgs covers it (facets completion bogus).
+	root.InitDefaultCompletionCmd()
 	strictArgs(root)
 	return root
 }
