@@ -300,3 +300,16 @@ func TestFEFFInsideJSONString(t *testing.T) {
 		}
 	}
 }
+
+// TestFEFFWithoutStandIn: a document holding every private-use character
+// the CUE path could swap for U+FEFF gets the same verdict from both
+// paths (CUE's refusal), however unlikely such a file is.
+func TestFEFFWithoutStandIn(t *testing.T) {
+	var all strings.Builder
+	for r := rune(0xE000); r <= 0xF8FF; r++ {
+		all.WriteRune(r)
+	}
+	src := []byte(`{"version":1,"name":"x","tools":["read"],"instructions":"` + all.String() + "\uFEFF" + `"}`)
+	pair := newSchemaPair()
+	pair.sameAsCUE(t, Profile, true, src, 1)
+}

@@ -88,6 +88,11 @@ func (s *Schema) ValidateJSON(d Definition, file string, src []byte) (res *Resul
 	// Pi strips a UTF-8 byte order mark before it parses its own JSON
 	// files; so does facets, and positions stay those an editor shows.
 	src = bytes.TrimPrefix(src, []byte("\uFEFF"))
+	if bytes.Contains(src, []byte("\uFEFF")) {
+		if _, ok := standIn(src); !ok {
+			return s.slowJSON(d, file, src)
+		}
+	}
 	if r, ok := s.fastJSON(d, file, src); ok {
 		return r
 	}
@@ -124,16 +129,8 @@ func extractJSON(file string, src []byte) (ast.Expr, error) {
 	if !bytes.Contains(src, []byte(bom)) {
 		return cuejson.Extract(file, src)
 	}
-	// A private-use character of the same UTF-8 length that the document
-	// does not contain; documents holding all of them keep CUE's verdict.
-	var stand string
-	for _, r := range []rune{'\uF8FF', '\uF8FE', '\uF8FD', '\uF8FC'} {
-		if !bytes.ContainsRune(src, r) {
-			stand = string(r)
-			break
-		}
-	}
-	if stand == "" {
+	stand, ok := standIn(src)
+	if !ok {
 		return cuejson.Extract(file, src)
 	}
 	swapped := make([]byte, 0, len(src))
@@ -165,6 +162,19 @@ func extractJSON(file string, src []byte) (ast.Expr, error) {
 		return true
 	}, nil)
 	return expr, nil
+}
+
+// standIn picks the character extractJSON swaps for U+FEFF: one of the
+// same UTF-8 length from the private-use area that src does not contain.
+// Only a document holding all 6,400 of them has none; it keeps CUE's
+// verdict, and ValidateJSON sends it to CUE alone so both paths agree.
+func standIn(src []byte) (string, bool) {
+	for r := rune(0xF8FF); r >= 0xE000; r-- {
+		if !bytes.ContainsRune(src, r) {
+			return string(r), true
+		}
+	}
+	return "", false
 }
 
 // ValidateFrontmatter validates YAML frontmatter taken from a Markdown file
