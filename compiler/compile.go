@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -63,6 +64,54 @@ type profileConfig struct {
 	Tools              []string `json:"tools"`
 	Skills             []string `json:"skills"`
 	Instructions       string   `json:"instructions"`
+}
+
+// decodeAccepted fills cfg from the parse of a document that the generated
+// validator accepted without CUE, as json.Unmarshal would, sparing a second
+// decode of every valid config.json. It reports false, leaving cfg as it
+// was, for any other result or any member it cannot take over exactly
+// (a key it does not know, a number other than a plain integer, a string
+// where a list belongs or the reverse); the caller then decodes.
+func decodeAccepted(res *cue.Result, cfg *profileConfig) bool {
+	var out profileConfig
+	ok := true
+	str := func(dst *string, f cue.Member) {
+		*dst = f.Str
+		ok = ok && !f.Number && !f.IsList
+	}
+	visited := res.EachMember(func(f cue.Member) {
+		switch f.Key {
+		case "version":
+			v, err := strconv.Atoi(f.Str)
+			out.Version = v
+			ok = ok && err == nil && f.Number
+		case "name":
+			str(&out.Name, f)
+		case "description":
+			str(&out.Description, f)
+		case "model":
+			str(&out.Model, f)
+		case "thinkingLevel":
+			str(&out.ThinkingLevel, f)
+		case "sessionPersistence":
+			str(&out.SessionPersistence, f)
+		case "invocation":
+			str(&out.Invocation, f)
+		case "instructions":
+			str(&out.Instructions, f)
+		case "tools":
+			out.Tools, ok = f.List, ok && f.IsList
+		case "skills":
+			out.Skills, ok = f.List, ok && f.IsList
+		default:
+			ok = false
+		}
+	})
+	if !visited || !ok {
+		return false
+	}
+	*cfg = out
+	return true
 }
 
 // candidate is a profile that passed validation in its own scope.
@@ -182,7 +231,7 @@ func (c *compilation) noProfiles(trusted bool) Diagnostic {
 	if c.env.ProjectOnly {
 		dir := profiles.ProjectProfilesDir(c.env.Cwd)
 		return Diagnostic{Severity: Warning, Code: "no-profiles", File: dir,
-			Message: "no Facets profiles, roles or MAIN.md found in any .pi from " + c.env.Root + " down to " + c.env.Cwd,
+			Message: "no Facets profiles, roles or MAIN.md found in any .pi from " + c.env.Root + " down to " + c.env.Cwd + ", nor below it",
 			Hint:    "create <name>/config.json in " + dir + ", or check -C"}
 	}
 	where := c.env.GlobalProfilesDir()
@@ -423,17 +472,21 @@ func (c *validator) validateEntry(e profiles.Entry) (cand *candidate, valid bool
 		return nil, false
 	}
 	var cfg profileConfig
-	// encoding/json decodes far faster than CUE does. On a document the
-	// schema accepted it cannot fail; on one with errors it fills the fields
-	// it can, and only fields without findings are used below.
-	if err := json.Unmarshal(bytes.TrimPrefix(e.Config, []byte("\uFEFF")), &cfg); err != nil {
-		var typ *json.UnmarshalTypeError
-		if !errors.As(err, &typ) || res.OK() {
-			if res.OK() {
-				c.diag(Diagnostic{Severity: Error, Code: "invalid-value", File: e.ConfigPath, Subject: e.Name,
-					Message: fmt.Sprintf("cannot decode profile: %v", err)})
+	// A document the generated validator accepted is read from its parse
+	// (decodeAccepted); anything else is decoded with encoding/json, far
+	// faster than CUE. On a document the schema accepted it cannot fail; on
+	// one with errors it fills the fields it can, and only fields without
+	// findings are used below.
+	if !decodeAccepted(res, &cfg) {
+		if err := json.Unmarshal(bytes.TrimPrefix(e.Config, []byte("\uFEFF")), &cfg); err != nil {
+			var typ *json.UnmarshalTypeError
+			if !errors.As(err, &typ) || res.OK() {
+				if res.OK() {
+					c.diag(Diagnostic{Severity: Error, Code: "invalid-value", File: e.ConfigPath, Subject: e.Name,
+						Message: fmt.Sprintf("cannot decode profile: %v", err)})
+				}
+				return nil, false
 			}
-			return nil, false
 		}
 	}
 	if !res.OK() {

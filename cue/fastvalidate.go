@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/facets-dev/facets/compiler/diag"
@@ -55,6 +56,9 @@ func (r *fastRegexps) get(i int) *regexp.Regexp {
 // schema check) and are answered by validating the document with CUE once.
 type fastResult struct {
 	fields map[string]any // decoded document, for YAML frontmatter
+	// keys and vals are a JSON document's members as parsed, for EachMember.
+	keys   []string
+	vals   []fastValue
 	slowFn func() *Result
 	slowR  *Result
 }
@@ -136,7 +140,55 @@ func (s *Schema) fastJSON(d Definition, file string, src []byte) (res *Result, o
 	if !s.fastCheck(d, p.keys, p.vals) {
 		return nil, false
 	}
-	return &Result{ok: true, fast: &fastResult{slowFn: func() *Result { return s.slowJSON(d, file, src) }}}, true
+	return &Result{ok: true, fast: &fastResult{keys: slices.Clone(p.keys), vals: slices.Clone(p.vals),
+		slowFn: func() *Result { return s.slowJSON(d, file, src) }}}, true
+}
+
+// Member is one member of a JSON document that the generated validator
+// accepted (see EachMember).
+type Member struct {
+	Key    string
+	Str    string   // a string's value, or a number's literal as written
+	Number bool     // Str is a number's literal
+	List   []string // a list's strings, when IsList
+	IsList bool
+}
+
+// EachMember calls fn, in document order, for every member of a JSON
+// document that the generated validator accepted without CUE, so that a
+// caller can read the fields without decoding the document again. For any
+// other Result, or a document with a boolean, null or non-string list
+// item, it calls nothing and returns false; decode the document instead.
+func (r *Result) EachMember(fn func(Member)) bool {
+	if r.fast == nil || r.fast.keys == nil {
+		return false
+	}
+	for _, v := range r.fast.vals {
+		switch v.kind {
+		case fastString, fastNumber:
+		case fastList:
+			for _, it := range v.items {
+				if it.kind != fastString {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	for i, k := range r.fast.keys {
+		v := r.fast.vals[i]
+		if v.kind != fastList {
+			fn(Member{Key: k, Str: v.str, Number: v.kind == fastNumber})
+			continue
+		}
+		list := make([]string, len(v.items))
+		for j, it := range v.items {
+			list[j] = it.str
+		}
+		fn(Member{Key: k, List: list, IsList: true})
+	}
+	return true
 }
 
 // fastFrontmatter accepts YAML frontmatter written as plain "key: value"

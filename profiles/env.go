@@ -135,11 +135,15 @@ func (e Env) GlobalProfilesDir() string { return filepath.Join(e.AgentDir, "face
 // ProjectProfilesDir is where a project directory keeps its profiles.
 func ProjectProfilesDir(dir string) string { return filepath.Join(dir, ".pi", "facets", "profiles") }
 
+// skipProjects are directories that hold other people's trees or test
+// fixtures, not the repository's own configuration.
+var skipProjects = map[string]bool{"node_modules": true, "vendor": true, "testdata": true}
+
 // ProjectsBelow lists dir and every directory below it that holds a .pi
 // directory, in walk order (dir first): the working directories a
 // repository check judges, each as a Main started there would see it. It
-// does not descend into hidden directories (.git, .pi itself) or
-// node_modules, and never follows a symbolic link.
+// does not descend into hidden directories (.git, .pi itself),
+// node_modules, vendor or testdata, and never follows a symbolic link.
 func ProjectsBelow(dir string) ([]string, error) {
 	dir = filepath.Clean(dir)
 	out := []string{dir}
@@ -160,7 +164,7 @@ func ProjectsBelow(dir string) ([]string, error) {
 			}
 			return filepath.SkipDir
 		}
-		if strings.HasPrefix(name, ".") || name == "node_modules" {
+		if strings.HasPrefix(name, ".") || skipProjects[name] {
 			return filepath.SkipDir
 		}
 		return nil

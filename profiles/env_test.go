@@ -241,7 +241,7 @@ func TestProjectOnlyEnv(t *testing.T) {
 // hidden directories, node_modules or a symbolic link.
 func TestProjectsBelow(t *testing.T) {
 	root := t.TempDir()
-	for _, d := range []string{".pi/facets", "svc/.pi/agents", "svc/api/.pi", "node_modules/x/.pi", ".hidden/y/.pi", "docs", "real/z/.pi"} {
+	for _, d := range []string{".pi/facets", "svc/.pi/agents", "svc/api/.pi", "node_modules/x/.pi", "vendor/v/.pi", "cmd/testdata/fixture/.pi", ".hidden/y/.pi", "docs", "real/z/.pi"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/facets-dev/facets/profiles"
 )
 
 // at splits a document written with one | marking the cursor into the
@@ -34,8 +36,12 @@ func labels(t *testing.T, raw json.RawMessage) []string {
 
 func TestCompletion(t *testing.T) {
 	tr := newTree(t, map[string]string{
-		"agent/skills/review/SKILL.md": "---\nname: review\n---\n",
-		"agent/skills/notes.md":        "notes",
+		"agent/skills/review/SKILL.md":                  "---\nname: review\n---\n",
+		"agent/skills/notes.md":                         "notes",
+		"agent/facets/profiles/p/skills/check/SKILL.md": "x",
+		"agent/facets/profiles/p/skills/tips.md":        "x",
+		"agent/facets/profiles/p/skills/more/deep.md":   "x",
+		"agent/facets/shared/review.md":                 "x",
 	})
 	cfg := tr.path("agent/facets/profiles/p/config.json")
 	role := tr.path("agent/agents/r.md")
@@ -54,6 +60,8 @@ func TestCompletion(t *testing.T) {
 		{"thinkingLevel values", cfg, `{"thinkingLevel": "h|"}`, []string{"off", "high", "xhigh", "max"}, nil},
 		{"tool names", cfg, `{"tools": ["read", "|"]}`, []string{"read", "bash", "edit", "grep"}, nil},
 		{"skill names", cfg, `{"skills": [|]}`, []string{"review", "notes"}, nil},
+		{"skill paths", cfg, `{"skills": ["./skills/|"]}`, []string{"./skills/check", "./skills/tips.md", "./skills/more/"}, []string{"review", "./skills/check/"}},
+		{"skill paths up", cfg, `{"skills": ["../../sha|"]}`, []string{"../../shared/"}, nil},
 		{"nothing in a nested value", cfg, `{"tools": [{"|"}]}`, nil, []string{"read", "name"}},
 		{"role keys", role, "---\nname: r\n|\n---\nBody\n", []string{"description", "thinking", "tools", "spawning"}, []string{"name"}},
 		{"role thinking", role, "---\nthinking: |\n---\n", []string{"off", "minimal", "max"}, nil},
@@ -175,4 +183,32 @@ func TestHover(t *testing.T) {
 		}
 	}
 	c.stop()
+}
+
+// TestSkillPathsResolve: every skill path offered (not a directory to
+// descend into) is one the compiler resolves.
+func TestSkillPathsResolve(t *testing.T) {
+	tr := newTree(t, map[string]string{
+		"agent/facets/profiles/p/skills/check/SKILL.md": "x",
+		"agent/facets/profiles/p/skills/tips.md":        "x",
+		"agent/facets/profiles/p/skills/notes.txt":      "x",
+		"agent/facets/profiles/p/skills/more/deep.md":   "x",
+	})
+	base := tr.path("agent/facets/profiles/p")
+	var offered []string
+	for _, typed := range []string{"./", "./skills/", "./skills/more/", "skills/t"} {
+		for _, p := range skillPaths(base, typed) {
+			if strings.HasSuffix(p, "/") {
+				continue
+			}
+			offered = append(offered, p)
+			if _, ok := profiles.ResolveSkill(p, base, tr.opts.Env, true); !ok {
+				t.Errorf("offered %q does not resolve", p)
+			}
+		}
+	}
+	want := []string{"./skills/check", "./skills/tips.md", "./skills/more/deep.md", "skills/check", "skills/tips.md"}
+	if !slices.Equal(offered, want) {
+		t.Errorf("offered %v, want %v", offered, want)
+	}
 }

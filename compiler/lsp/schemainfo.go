@@ -2,6 +2,7 @@ package lsp
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -307,6 +308,13 @@ func (s *Server) jsonCompletions(info *schemaInfo, doc document, lines *lineInde
 			return nil
 		}
 		values, kind := s.valuesFor(info, f)
+		if f.Name == "skills" && c.inString {
+			// A path being typed: the skills that exist relative to the
+			// profile file, as the compiler resolves them.
+			if typed := doc.text[c.strStart+1 : off]; strings.HasPrefix(typed, ".") || strings.Contains(typed, "/") {
+				values = skillPaths(filepath.Dir(doc.path), typed)
+			}
+		}
 		for _, v := range values {
 			text := v
 			if f.Kind != "number" && f.Kind != "bool" {
@@ -429,4 +437,50 @@ func (s *Server) hover(p textDocumentPositionParams) *hover {
 		return nil
 	}
 	return &hover{Contents: *fieldDoc(f)}
+}
+
+// maxSkillPathEntries bounds the directory entries skillPaths reads.
+const maxSkillPathEntries = 500
+
+// skillPaths completes a relative skills entry: the directory of typed
+// (relative to base, the profile file's directory) lists its .md files,
+// its directories holding SKILL.md (both usable entries) and its other
+// directories (with a trailing slash, to descend into). Each offered
+// entry resolves as the compiler resolves skills (profiles.ResolveSkill).
+func skillPaths(base, typed string) []string {
+	dirPart := ""
+	if i := strings.LastIndexByte(typed, '/'); i >= 0 {
+		dirPart = typed[:i+1]
+	}
+	f, err := os.Open(filepath.Join(base, filepath.FromSlash(dirPart)))
+	if err != nil {
+		return nil
+	}
+	entries, _ := f.ReadDir(maxSkillPathEntries)
+	f.Close()
+	if dirPart == "" {
+		dirPart = "./"
+	}
+	var out []string
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") && name != ".." {
+			continue
+		}
+		full := filepath.Join(base, filepath.FromSlash(dirPart), name)
+		fi, err := os.Stat(full)
+		switch {
+		case err != nil:
+		case fi.IsDir():
+			if sf, err := os.Stat(filepath.Join(full, "SKILL.md")); err == nil && sf.Mode().IsRegular() {
+				out = append(out, dirPart+name) // a skill's own files are never skills
+			} else {
+				out = append(out, dirPart+name+"/")
+			}
+		case fi.Mode().IsRegular() && strings.HasSuffix(name, ".md"):
+			out = append(out, dirPart+name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
