@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -47,6 +48,7 @@ type Channel struct {
 	reserve  int64                  // numbers reserved per counter write
 	now      func() time.Time
 	fault    faultFunc
+	list     func(*os.File) ([]string, error) // listNames unless a test lists instead
 }
 
 // Create makes a new channel for m below root (see RuntimeRoot): the parents
@@ -564,6 +566,14 @@ func (p Problem) Unwrap() error { return p.Err }
 // Pending lists the valid messages in the inbox of d in sequence order and
 // reports every file that could not be accepted. Temp files are ignored.
 func (c *Channel) Pending(d Direction) ([]Message, []Problem, error) {
+	return c.pendingAfter(d, -1)
+}
+
+// pendingAfter is Pending for a receiver whose delivered mark of d is
+// after (-1 when unknown): a listing whose messages above the mark carry
+// every sequence from after+1 on is complete, so the inbox is listed once
+// instead of twice in the common case.
+func (c *Channel) pendingAfter(d Direction, after int64) ([]Message, []Problem, error) {
 	inbox, ok := c.inbox[d]
 	if !ok {
 		return nil, nil, fmt.Errorf("list %s: unknown direction %q", c.dir, d)
@@ -571,16 +581,23 @@ func (c *Channel) Pending(d Direction) ([]Message, []Problem, error) {
 	if err := c.checkPresent(); err != nil {
 		return nil, nil, fmt.Errorf("list %s: %w", inbox.Name(), err)
 	}
+	list := c.list
+	if list == nil {
+		list = listNames
+	}
 	// readdir may miss a file renamed in while it runs yet return a later
 	// one, which would let sequence k+1 overtake k. Listing again until a
 	// pass finds nothing new closes that gap: anything published before a
-	// pass starts is seen by that pass.
+	// pass starts is seen by that pass. Writers publish in sequence order,
+	// so once the passes so far show no gap above the delivered mark they
+	// missed nothing a message they saw could overtake: the usual scan
+	// lists once.
 	seen := map[string]bool{}
 	var msgs []Message
 	var problems []Problem
 	var cutoff int64 = -1
 	for round := 0; ; round++ {
-		names, err := listNames(inbox)
+		names, err := list(inbox)
 		if err != nil {
 			return nil, nil, fmt.Errorf("list %s: %w", inbox.Name(), err)
 		}
@@ -604,7 +621,7 @@ func (c *Channel) Pending(d Direction) ([]Message, []Problem, error) {
 			}
 			msgs = append(msgs, m)
 		}
-		if added == 0 {
+		if added == 0 || contiguousAbove(msgs, after) {
 			break
 		}
 		if round == maxListRounds {
@@ -625,6 +642,28 @@ func (c *Channel) Pending(d Direction) ([]Message, []Problem, error) {
 	}
 	sort.SliceStable(msgs, func(i, j int) bool { return msgs[i].Sequence < msgs[j].Sequence })
 	return msgs, problems, nil
+}
+
+// contiguousAbove reports whether the sequences of msgs above after are
+// exactly after+1, after+2, ... (none is contiguous too); a negative after
+// means the mark is unknown, and nothing is.
+func contiguousAbove(msgs []Message, after int64) bool {
+	if after < 0 {
+		return false
+	}
+	var above []int64
+	for _, m := range msgs {
+		if m.Sequence > after {
+			above = append(above, m.Sequence)
+		}
+	}
+	slices.Sort(above)
+	for i, s := range above {
+		if s != after+1+int64(i) {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Channel) readMessage(inbox *os.File, d Direction, name string) (Message, *Problem) {

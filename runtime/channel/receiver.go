@@ -83,7 +83,14 @@ func (r *Receiver) Scan(ch *Channel) (res ScanResult) {
 		res.Problems = len(problems)
 		r.reportNew(ch.Dir(), problems)
 	}()
-	msgs, bad, err := ch.Pending(r.direction)
+	// With the delivered mark known, a listing without gaps above it is
+	// taken as complete (see pendingAfter); without it, the inbox is
+	// listed until a pass finds nothing new.
+	after := int64(-1)
+	if high, _, err := r.delivered(Receipt{Direction: r.direction, RunID: ch.manifest.RunID}); err == nil {
+		after = high
+	}
+	msgs, bad, err := ch.pendingAfter(r.direction, after)
 	if err != nil {
 		problems = append(problems, Problem{Path: ch.Dir(), Err: err, key: "list\x00" + err.Error()})
 		return res

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -243,5 +244,64 @@ func TestReceiptLogFormat(t *testing.T) {
 	defer s.Close()
 	if high, _, _ := s.Delivered(Receipt{Direction: ToSub, RunID: "r"}); high != 4 {
 		t.Errorf("mark = %d, want 4", high)
+	}
+}
+
+// bodies returns the message texts of delivered user messages.
+func bodies(t *testing.T, got []string) []string {
+	t.Helper()
+	var out []string
+	for _, g := range got {
+		_, body, err := ParseDeliveryHeader(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, body)
+	}
+	return out
+}
+
+// A listing that misses a message renamed in while readdir ran, yet shows
+// a later one, leaves a gap above the delivered mark: the scan lists again
+// instead of delivering the later one first (which would refuse the
+// earlier one as a replay). A listing without a gap is listed once.
+func TestScanListsAgainOnlyAfterAGap(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		hide      bool // the first listing misses the second message
+		wantLists int
+	}{
+		{"gap", true, 2},
+		{"no gap", false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newTestChannel(t)
+			sess := &session{receipts: NewMemoryReceipts(), autoReceipt: true}
+			var problems []Problem
+			rx := NewReceiver(ToMain, sess.receipts, sess.submit, func(p Problem) { problems = append(problems, p) })
+			mustSend(t, c, ToMain, "one")
+			rx.Scan(c) // delivered mark 1
+			two := mustSend(t, c, ToMain, "two")
+			mustSend(t, c, ToMain, "three")
+			lists := 0
+			c.list = func(dir *os.File) ([]string, error) {
+				lists++
+				names, err := listNames(dir)
+				if lists == 1 && tc.hide {
+					names = slices.DeleteFunc(names, func(n string) bool { return n == two.ID+".json" })
+				}
+				return names, err
+			}
+			rx.Scan(c)
+			if diff := cmp.Diff([]string{"one", "two", "three"}, bodies(t, sess.got)); diff != "" {
+				t.Errorf("delivered (-want +got):\n%s", diff)
+			}
+			if len(problems) != 0 {
+				t.Errorf("problems: %v", problems)
+			}
+			if lists != tc.wantLists {
+				t.Errorf("listed the inbox %d times, want %d", lists, tc.wantLists)
+			}
+		})
 	}
 }
