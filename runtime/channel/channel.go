@@ -49,6 +49,7 @@ type Channel struct {
 	now      func() time.Time
 	fault    faultFunc
 	list     func(*os.File) ([]string, error) // listNames unless a test lists instead
+	uid      int                              // the effective uid, which owns every channel file
 }
 
 // Create makes a new channel for m below root (see RuntimeRoot): the parents
@@ -100,7 +101,7 @@ func populate(session *os.File, name, dir string, m Manifest, manifest []byte) (
 	if err != nil {
 		return nil, err
 	}
-	c := &Channel{dir: dir, manifest: m, root: root, now: time.Now}
+	c := &Channel{dir: dir, manifest: m, root: root, now: time.Now, uid: os.Geteuid()}
 	for _, d := range []Direction{ToMain, ToSub} {
 		if err := unix.Mkdirat(int(root.Fd()), string(d), 0o700); err != nil {
 			c.Close()
@@ -189,8 +190,8 @@ func openUnchecked(dir string) (*Channel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open channel: %w", err)
 	}
-	c := &Channel{dir: dir, root: root, now: time.Now}
-	data, err := readFileAt(root, manifestFile, maxManifestBytes)
+	c := &Channel{dir: dir, root: root, now: time.Now, uid: os.Geteuid()}
+	data, err := readFileAt(root, manifestFile, maxManifestBytes, c.uid)
 	if err == nil {
 		c.manifest, err = decodeManifest(data)
 	}
@@ -358,7 +359,7 @@ const defaultReserve = 1024
 // Sequence returns the persisted counter of d (0 if none): no message of d
 // has a higher sequence, and the next one sent will have a higher one.
 func (c *Channel) Sequence(d Direction) (int64, error) {
-	data, err := readFileAt(c.root, sequenceFile(d), maxControlBytes)
+	data, err := readFileAt(c.root, sequenceFile(d), maxControlBytes, c.uid)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}
@@ -667,10 +668,13 @@ func contiguousAbove(msgs []Message, after int64) bool {
 }
 
 func (c *Channel) readMessage(inbox *os.File, d Direction, name string) (Message, *Problem) {
-	data, err := readFileAt(inbox, name, MaxMessageBytes)
+	data, err := readFileAt(inbox, name, MaxMessageBytes, c.uid)
 	var m Message
 	if err == nil {
-		m, err = decodeMessage(data, d, c.identity())
+		var ok bool
+		if m, ok = decodeMessageFast(data, d, c.identity()); !ok {
+			m, err = decodeMessage(data, d, c.identity())
+		}
 	}
 	if err == nil && Safe(m.ID)+".json" != name {
 		err = fmt.Errorf("file name does not match message id %q", m.ID)

@@ -76,7 +76,7 @@ func (c *Channel) writeControl(name string, v any) error {
 // run's identity, a wrong version or a wrong shape is an error, so callers
 // can report it; a caller that must not stall on it may treat it as absent.
 func (c *Channel) readControl(name string, v any, check func() error) (bool, error) {
-	data, err := readFileAt(c.root, name, maxControlBytes)
+	data, err := readFileAt(c.root, name, maxControlBytes, c.uid)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"golang.org/x/sys/unix"
 )
@@ -29,15 +30,16 @@ func (f faultFunc) at(op, name string) error {
 	return f(op, name)
 }
 
-// checkOwned refuses anything the current user does not exclusively own.
-func checkOwned(st *unix.Stat_t, wantDir bool, name string) error {
+// checkOwned refuses anything the current user (effective uid uid) does
+// not exclusively own.
+func checkOwned(st *unix.Stat_t, wantDir bool, name string, uid int) error {
 	switch {
 	case wantDir && st.Mode&unix.S_IFMT != unix.S_IFDIR:
 		return fmt.Errorf("%s: not a directory: %w", name, ErrInsecure)
 	case !wantDir && st.Mode&unix.S_IFMT != unix.S_IFREG:
 		return fmt.Errorf("%s: not a regular file: %w", name, ErrInsecure)
-	case int(st.Uid) != os.Geteuid():
-		return fmt.Errorf("%s: owned by uid %d, not %d: %w", name, st.Uid, os.Geteuid(), ErrInsecure)
+	case int(st.Uid) != uid:
+		return fmt.Errorf("%s: owned by uid %d, not %d: %w", name, st.Uid, uid, ErrInsecure)
 	case wantDir && st.Mode&0o077 != 0:
 		return fmt.Errorf("%s: mode %#o grants group/other access: %w", name, st.Mode&0o777, ErrInsecure)
 	}
@@ -73,41 +75,85 @@ func openDirAt(parent *os.File, name string) (*os.File, error) {
 		f.Close()
 		return nil, fmt.Errorf("stat %s: %w", label, err)
 	}
-	if err := checkOwned(&st, true, label); err != nil {
+	if err := checkOwned(&st, true, label, os.Geteuid()); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return f, nil
 }
 
-// readFileAt reads a regular file below dir without following symlinks and
-// refuses files larger than limit before reading them whole.
-func readFileAt(dir *os.File, name string, limit int64) ([]byte, error) {
-	f, _, data, err := openReadAt(dir, name, limit)
+// readFileAt reads a regular file below dir, owned by uid (the effective
+// uid, which a Channel keeps), without following symlinks, and refuses
+// files larger than limit before reading them whole. It is on every
+// scan's path, so it makes four system calls: open, fstat, one read and
+// close.
+func readFileAt(dir *os.File, name string, limit int64, uid int) ([]byte, error) {
+	label := filepath.Join(dir.Name(), name)
+	fd, err := openFileAt(dir, name, label)
 	if err != nil {
 		return nil, err
 	}
-	f.Close()
-	return data, nil
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := checkOpened(fd, &st, label, limit, uid); err != nil {
+		return nil, err
+	}
+	// Sized to the file plus one byte, one read takes a file that did not
+	// grow; a regular file reads short only at its end.
+	buf := make([]byte, 0, st.Size+1)
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) > limit {
+				break
+			}
+			buf = slices.Grow(buf, int(min(int64(len(buf)), limit+1-int64(len(buf)))))
+		}
+		want := cap(buf) - len(buf)
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", label, err)
+		}
+		buf = buf[:len(buf)+n]
+		if n < want {
+			break
+		}
+	}
+	if int64(len(buf)) > limit {
+		return nil, fmt.Errorf("%s: grew beyond the %d byte limit while reading", label, limit)
+	}
+	return buf, nil
+}
+
+// openFileAt opens name below dir for reading without following a
+// symlink (or blocking on a FIFO).
+func openFileAt(dir *os.File, name, label string) (int, error) {
+	fd, err := unix.Openat(int(dir.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return -1, fmt.Errorf("open %s: %w", label, os.ErrNotExist)
+		}
+		if errors.Is(err, unix.ELOOP) {
+			return -1, fmt.Errorf("%s: symlink in place of a channel file: %w", label, ErrInsecure)
+		}
+		return -1, fmt.Errorf("open %s: %w", label, err)
+	}
+	return fd, nil
 }
 
 // openReadAt is readFileAt returning the open file and its stat too, so a
 // caller can tell exactly which version of the file it read.
-func openReadAt(dir *os.File, name string, limit int64) (*os.File, unix.Stat_t, []byte, error) {
+func openReadAt(dir *os.File, name string, limit int64, uid int) (*os.File, unix.Stat_t, []byte, error) {
 	var st unix.Stat_t
 	label := filepath.Join(dir.Name(), name)
-	fd, err := unix.Openat(int(dir.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	fd, err := openFileAt(dir, name, label)
 	if err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return nil, st, nil, fmt.Errorf("open %s: %w", label, os.ErrNotExist)
-		}
-		if errors.Is(err, unix.ELOOP) {
-			return nil, st, nil, fmt.Errorf("%s: symlink in place of a channel file: %w", label, ErrInsecure)
-		}
-		return nil, st, nil, fmt.Errorf("open %s: %w", label, err)
+		return nil, st, nil, err
 	}
 	f := os.NewFile(uintptr(fd), label)
-	data, err := readOpened(f, &st, label, limit)
+	data, err := readOpened(f, &st, label, limit, uid)
 	if err != nil {
 		f.Close()
 		return nil, st, nil, err
@@ -115,15 +161,24 @@ func openReadAt(dir *os.File, name string, limit int64) (*os.File, unix.Stat_t, 
 	return f, st, data, nil
 }
 
-func readOpened(f *os.File, st *unix.Stat_t, label string, limit int64) ([]byte, error) {
-	if err := unix.Fstat(int(f.Fd()), st); err != nil {
-		return nil, fmt.Errorf("stat %s: %w", label, err)
+// checkOpened stats an opened file and refuses it unless it is a regular
+// file owned by uid within limit.
+func checkOpened(fd int, st *unix.Stat_t, label string, limit int64, uid int) error {
+	if err := unix.Fstat(fd, st); err != nil {
+		return fmt.Errorf("stat %s: %w", label, err)
 	}
-	if err := checkOwned(st, false, label); err != nil {
-		return nil, err
+	if err := checkOwned(st, false, label, uid); err != nil {
+		return err
 	}
 	if st.Size > limit {
-		return nil, fmt.Errorf("%s: %d bytes exceeds the %d byte limit", label, st.Size, limit)
+		return fmt.Errorf("%s: %d bytes exceeds the %d byte limit", label, st.Size, limit)
+	}
+	return nil
+}
+
+func readOpened(f *os.File, st *unix.Stat_t, label string, limit int64, uid int) ([]byte, error) {
+	if err := checkOpened(int(f.Fd()), st, label, limit, uid); err != nil {
+		return nil, err
 	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {

@@ -66,3 +66,58 @@ func FuzzParseDeliveryHeader(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeMessageFast checks the fast decoder against decodeMessage: it
+// may leave any input to decodeMessage, but what it accepts decodeMessage
+// accepts too, as the same message.
+func FuzzDecodeMessageFast(f *testing.F) {
+	for _, text := range fastTexts {
+		good, _ := encodeJSON(wireMessage{Version: 1, ID: "m-1", Sequence: 7, RunID: fuzzIdentity.runID, Token: fuzzIdentity.token, CreatedAt: 1700000000000, Message: text})
+		f.Add(good)
+	}
+	id := `"runId":"` + fuzzIdentity.runID + `","token":"` + fuzzIdentity.token + `"`
+	f.Add([]byte(`{"version":1,"id":"x","sequence":9007199254740991,` + id + `,"createdAt":-9007199254740991,"message":"","extra":"\u0041","n":12}`))
+	f.Add([]byte(`{"version":1,"id":"x","sequence":9007199254740992,` + id + `,"createdAt":0,"message":""}`))
+	f.Add([]byte(`{"version":1,"id":"x","sequence":1,` + id + `,"createdAt":-0,"message":"a","message":"b"}`))
+	f.Add([]byte(`{"version":1,"id":"x","sequence":01,` + id + `,"createdAt":0,"message":"\ud800\x"}`))
+	f.Add([]byte(`{"version":1,"id":"x","sequence":1,` + id + `,"createdAt":0,"message":"a"}}`))
+	f.Add([]byte(` {"vers\u0069on":1,"id":"\u00e9","sequence":1,` + id + `,"createdAt":0,"message":"\xff"} `))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fast, ok := decodeMessageFast(data, ToMain, fuzzIdentity)
+		if !ok {
+			return
+		}
+		slow, err := decodeMessage(data, ToMain, fuzzIdentity)
+		if err != nil {
+			t.Fatalf("fast decoder accepted what decodeMessage refuses (%v):\n%q", err, data)
+		}
+		if diff := cmp.Diff(slow, fast); diff != "" {
+			t.Fatalf("fast decoder differs (-decodeMessage +fast):\n%s\n%q", diff, data)
+		}
+	})
+}
+
+// fastTexts are message texts whose files, as facets writes them, the fast
+// decoder must take itself.
+var fastTexts = []string{"", "hi", "two\nlines\tand \"quotes\" \\ <&>", "\u2028\u2029 é 日本 🎉", "\x01\x1f\x7f", "\xff invalid", strings.Repeat("x", 70000)}
+
+func TestDecodeMessageFastTakesWrittenMessages(t *testing.T) {
+	for _, text := range fastTexts {
+		data, err := encodeJSON(wireMessage{Version: 1, ID: NewID(), Sequence: 42, RunID: fuzzIdentity.runID, Token: fuzzIdentity.token, CreatedAt: 1764765000000, Message: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fast, ok := decodeMessageFast(data, ToSub, fuzzIdentity)
+		if !ok {
+			t.Errorf("fast decoder left a written message to decodeMessage:\n%s", data)
+			continue
+		}
+		slow, err := decodeMessage(data, ToSub, fuzzIdentity)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(slow, fast); diff != "" {
+			t.Errorf("fast decoder differs (-decodeMessage +fast):\n%s", diff)
+		}
+	}
+}

@@ -46,7 +46,7 @@ func (c *Channel) sequenceIfChanged(d Direction) (int64, error) {
 		return seen.value, nil
 	}
 	// The stamp kept is that of the file read, not of the stat above.
-	f, fst, data, err := openReadAt(c.root, sequenceFile(d), maxControlBytes)
+	f, fst, data, err := openReadAt(c.root, sequenceFile(d), maxControlBytes, c.uid)
 	c.forgetSequence(d)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
