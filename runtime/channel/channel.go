@@ -50,6 +50,7 @@ type Channel struct {
 	fault    faultFunc
 	list     func(*os.File) ([]string, error) // listNames unless a test lists instead
 	uid      int                              // the effective uid, which owns every channel file
+	pid      int                              // the process id temp file names carry
 }
 
 // Create makes a new channel for m below root (see RuntimeRoot): the parents
@@ -101,7 +102,7 @@ func populate(session *os.File, name, dir string, m Manifest, manifest []byte) (
 	if err != nil {
 		return nil, err
 	}
-	c := &Channel{dir: dir, manifest: m, root: root, now: time.Now, uid: os.Geteuid()}
+	c := &Channel{dir: dir, manifest: m, root: root, now: time.Now, uid: os.Geteuid(), pid: os.Getpid()}
 	for _, d := range []Direction{ToMain, ToSub} {
 		if err := unix.Mkdirat(int(root.Fd()), string(d), 0o700); err != nil {
 			c.Close()
@@ -190,7 +191,7 @@ func openUnchecked(dir string) (*Channel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open channel: %w", err)
 	}
-	c := &Channel{dir: dir, root: root, now: time.Now, uid: os.Geteuid()}
+	c := &Channel{dir: dir, root: root, now: time.Now, uid: os.Geteuid(), pid: os.Getpid()}
 	data, err := readFileAt(root, manifestFile, maxManifestBytes, c.uid)
 	if err == nil {
 		c.manifest, err = decodeManifest(data)
@@ -502,7 +503,7 @@ func (c *Channel) createTemps(inbox *os.File, msgs []Message, payloads [][]byte)
 	pending := make([]pendingFile, len(payloads))
 	errs := make([]error, len(payloads))
 	if len(payloads) == 1 {
-		pending[0], errs[0] = createTemp(inbox, Safe(msgs[0].ID)+".json", payloads[0], c.fault)
+		pending[0], errs[0] = createTemp(inbox, Safe(msgs[0].ID)+".json", payloads[0], c.pid, c.fault)
 	} else {
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, maxParallelSyncs)
@@ -511,7 +512,7 @@ func (c *Channel) createTemps(inbox *os.File, msgs []Message, payloads [][]byte)
 			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				pending[i], errs[i] = createTemp(inbox, Safe(msgs[i].ID)+".json", payloads[i], c.fault)
+				pending[i], errs[i] = createTemp(inbox, Safe(msgs[i].ID)+".json", payloads[i], c.pid, c.fault)
 			}()
 		}
 		wg.Wait()
@@ -712,16 +713,29 @@ func (c *Channel) checkPresent() error {
 	return nil
 }
 
+// listNames returns the sorted entry names of dir, read through a fresh
+// descriptor (so concurrent listings never share an offset) with bare
+// getdents calls: an os.File costs a system call more per scan.
 func listNames(dir *os.File) ([]string, error) {
 	fd, err := unix.Openat(int(dir.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), dir.Name())
-	defer f.Close()
-	names, err := f.Readdirnames(-1)
-	if err != nil {
-		return nil, err
+	defer unix.Close(fd)
+	buf := make([]byte, 8192)
+	var names []string
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "readdirent", Path: dir.Name(), Err: err}
+		}
+		if n <= 0 {
+			break
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
 	}
 	sort.Strings(names)
 	return names, nil

@@ -306,7 +306,7 @@ func TestCrashAtRandomPoints(t *testing.T) {
 	// The next writer sweeps whatever temp files the killed ones left; one
 	// of each kind is planted so the check never depends on the kill timing.
 	for _, name := range []string{filepath.Join(string(ToMain), NewID()+".json"), sequenceFile(ToMain)} {
-		if err := os.WriteFile(filepath.Join(c.Dir(), tempName(name)), []byte("torn"), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(c.Dir(), tempName(name, os.Getpid())), []byte("torn"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}

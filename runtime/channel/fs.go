@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -214,8 +214,8 @@ func tokenEqual(a, b string) bool {
 // tempName is <file>.<pid>.<12 hex>.tmp, the temp-name pattern both
 // implementations sweep. Readers only look at names ending in .json, so a
 // temp file left by a crash is inert.
-func tempName(name string) string {
-	return fmt.Sprintf("%s.%d.%s.tmp", name, os.Getpid(), randomHex(6))
+func tempName(name string, pid int) string {
+	return name + "." + strconv.Itoa(pid) + "." + randomHex(6) + ".tmp"
 }
 
 // pendingFile is a written but not yet published temp file.
@@ -223,10 +223,12 @@ type pendingFile struct {
 	tmp, name string
 }
 
-// createTemp writes data to a fresh temp file in dir and fsyncs it. It never
-// creates directories: a removed channel makes it fail with ENOENT.
-func createTemp(dir *os.File, name string, data []byte, fault faultFunc) (pendingFile, error) {
-	tmp := tempName(name)
+// createTemp writes data to a fresh temp file in dir and fsyncs it; pid is
+// the process id its name carries. It never creates directories: a removed
+// channel makes it fail with ENOENT. It works on the bare descriptor, as
+// an os.File would cost a system call more per message.
+func createTemp(dir *os.File, name string, data []byte, pid int, fault faultFunc) (pendingFile, error) {
+	tmp := tempName(name, pid)
 	label := filepath.Join(dir.Name(), tmp)
 	if err := fault.at("create", name); err != nil {
 		return pendingFile{}, fmt.Errorf("create %s: %w", label, err)
@@ -235,30 +237,49 @@ func createTemp(dir *os.File, name string, data []byte, fault faultFunc) (pendin
 	if err != nil {
 		return pendingFile{}, fmt.Errorf("create %s: %w", label, err)
 	}
-	f := os.NewFile(uintptr(fd), label)
 	p := pendingFile{tmp: tmp, name: name}
+	op := "write"
 	err = fault.at("write", name)
 	if err == nil {
-		_, err = f.Write(data)
+		err = writeAll(fd, data)
 	}
 	if err == nil {
+		op = "sync"
 		if err = fault.at("sync", name); err == nil {
-			err = f.Sync()
+			err = ignoringEINTR(func() error { return unix.Fsync(fd) })
 		}
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if cerr := unix.Close(fd); err == nil && cerr != nil {
+		op, err = "close", cerr
 	}
 	if err != nil {
 		_ = unix.Unlinkat(int(dir.Fd()), tmp, 0)
-		op := "write"
-		var pe *fs.PathError // f's own errors already name label: say it once
-		if errors.As(err, &pe) {
-			op, err = pe.Op, pe.Err
-		}
 		return pendingFile{}, fmt.Errorf("%s %s: %w", op, label, err)
 	}
 	return p, nil
+}
+
+// writeAll writes data to fd, retrying short writes and EINTR.
+func writeAll(fd int, data []byte) error {
+	for len(data) > 0 {
+		n, err := unix.Write(fd, data)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return nil
+}
+
+func ignoringEINTR(f func() error) error {
+	for {
+		if err := f(); !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
 }
 
 // publish renames a synced temp file over its final name.
@@ -288,7 +309,7 @@ func syncDir(dir *os.File, fault faultFunc) error {
 
 // writeAtomic is temp file + fsync + rename + directory fsync.
 func writeAtomic(dir *os.File, name string, data []byte, fault faultFunc) error {
-	p, err := createTemp(dir, name, data, fault)
+	p, err := createTemp(dir, name, data, os.Getpid(), fault)
 	if err != nil {
 		return err
 	}
