@@ -34,8 +34,8 @@ type WatchOptions struct {
 // of a quiet channel is scanned at once; wakes that arrive while scans run
 // are coalesced into one more scan of each woken channel, so a burst costs
 // a few scans, not one per message. Scans run one at a time on the
-// Watcher's scanning goroutine, so one slow or broken channel delays but
-// never stops the others.
+// Watcher's goroutine, so one slow or broken channel delays but never
+// stops the others.
 type Watcher struct {
 	direction Direction
 	scan      func(*Channel)
@@ -84,7 +84,7 @@ func NewWatcher(d Direction, scan func(*Channel), opts WatchOptions) (*Watcher, 
 		channels: map[string]*watched{}, slots: map[string]slot{}, dirty: map[string]bool{}, closing: map[string]bool{},
 		poke: make(chan struct{}, 1), flush: make(chan chan struct{}), done: make(chan struct{}), stopped: make(chan struct{})}
 	if !opts.noNotify {
-		fw, err := fsnotify.NewWatcher()
+		fw, err := fsnotify.NewBufferedWatcher(eventBuffer)
 		if err != nil {
 			// Without inotify the rescan still delivers, only slower.
 			opts.Report(fmt.Errorf("file watching unavailable; the %v scan remains active: %w", opts.Rescan, err))
@@ -289,6 +289,15 @@ func (w *Watcher) classify(ev fsnotify.Event) (string, bool) {
 	return s.dir, true
 }
 
+// eventBuffer is how many file events fsnotify may hold for the loop while
+// it scans, so a burst that arrives during a scan is taken in one drain
+// (and costs one more scan) instead of one event, and one scan, at a time.
+const eventBuffer = 4096
+
+// run is the watcher's one goroutine: it takes file events, wakes and
+// ticks, and scans the woken channels itself, one hand-off after the
+// file event instead of two. Everything that arrived while a scan ran is
+// drained before the next scan, so it is covered by that single scan.
 func (w *Watcher) run() {
 	defer close(w.stopped)
 	var events chan fsnotify.Event
@@ -298,57 +307,132 @@ func (w *Watcher) run() {
 	}
 	rescan := time.NewTicker(w.opts.Rescan)
 	defer rescan.Stop()
-	q := newScanQueue()
-	scanning := make(chan struct{})
-	go func() {
-		defer close(scanning)
-		w.scanLoop(q)
-	}()
-	defer func() { <-scanning }() // w.done is closed: the scan loop ends
-	mark := q.mark
-	for {
-		select {
-		case <-w.done:
-			return
-		case ev, ok := <-events:
-			if !ok {
-				events = nil
-				continue
+	pending := map[string]bool{}
+	var waiters []chan struct{} // Flush calls to answer after the next scans
+	mark := func(dir string) { pending[dir] = true }
+	// handle takes one input; it reports false once the watcher closes.
+	// handle takes one input, waiting for it if block is set; it reports
+	// false once the watcher closes, and took=false when nothing was ready.
+	handle := func(block bool) (ok, took bool) {
+		var in loopInput
+		if block {
+			select {
+			case <-w.done:
+				return false, true
+			case in.ev, in.evOK = <-events:
+				in.kind = inEvent
+			case in.err, in.errOK = <-errs:
+				in.kind = inError
+			case <-w.poke:
+				in.kind = inPoke
+			case in.done = <-w.flush:
+				in.kind = inFlush
+			case <-rescan.C:
+				in.kind = inRescan
 			}
-			removed := w.slotRemoved(ev)
-			if dir, ok := w.classify(ev); ok {
+		} else {
+			// A select picks among ready cases at random, so the drain has
+			// its own select whose default runs only when nothing is ready.
+			select {
+			case <-w.done:
+				return false, true
+			case in.ev, in.evOK = <-events:
+				in.kind = inEvent
+			case in.err, in.errOK = <-errs:
+				in.kind = inError
+			case <-w.poke:
+				in.kind = inPoke
+			case in.done = <-w.flush:
+				in.kind = inFlush
+			case <-rescan.C:
+				in.kind = inRescan
+			default:
+				return true, false
+			}
+		}
+		switch in.kind {
+		case inEvent:
+			if !in.evOK {
+				events = nil
+				break
+			}
+			removed := w.slotRemoved(in.ev)
+			if dir, ok := w.classify(in.ev); ok {
 				if removed {
 					// Usually the channel is being removed (its inbox goes
 					// before the channel dir): scanning it mid-removal would
 					// report a broken channel, so let the removal finish.
-					time.AfterFunc(removalSettle, func() { mark(dir) })
-					continue
+					time.AfterFunc(removalSettle, func() { w.markLater(dir) })
+					break
 				}
 				mark(dir)
 			}
-		case err, ok := <-errs:
-			if !ok {
+		case inError:
+			if !in.errOK {
 				errs = nil
-				continue
+				break
 			}
 			// An overflow or watch error may hide events of any channel.
-			w.opts.Report(fmt.Errorf("file watching error; the %v scan remains active: %w", w.opts.Rescan, err))
+			w.opts.Report(fmt.Errorf("file watching error; the %v scan remains active: %w", w.opts.Rescan, in.err))
 			for dir := range w.snapshot() {
 				mark(dir)
 			}
-		case <-w.poke:
+		case inPoke:
 			w.markDirty(mark)
-		case done := <-w.flush:
+		case inFlush:
 			w.markDirty(mark)
-			q.flush(done)
-		case <-rescan.C:
+			waiters = append(waiters, in.done)
+		case inRescan:
 			for dir := range w.snapshot() {
 				w.attach(dir)
 				mark(dir)
 			}
 		}
+		return true, true
+	}
+	for {
+		if ok, _ := handle(true); !ok {
+			return
+		}
+		for {
+			ok, took := handle(false)
+			if !ok {
+				return
+			}
+			if !took {
+				break
+			}
+		}
+		dirs := slices.Sorted(maps.Keys(pending))
+		clear(pending)
+		w.scanAll(dirs)
+		// Flushes asked before this drain are answered after it: what they
+		// marked is scanned by now.
+		for _, done := range waiters {
+			close(done)
+		}
+		waiters = nil
 	}
 }
+
+// loopInput is one thing the watcher's loop took.
+type loopInput struct {
+	kind  int
+	ev    fsnotify.Event
+	evOK  bool
+	err   error
+	errOK bool
+	done  chan struct{}
+}
+
+// The kinds of loopInput.
+const (
+	inEvent = iota
+	inError
+	inPoke
+	inFlush
+	inRescan
+)
 
 // markDirty hands the channels woken by Add to the loop.
 func (w *Watcher) markDirty(mark func(string)) {
@@ -360,80 +444,12 @@ func (w *Watcher) markDirty(mark func(string)) {
 	w.mu.Unlock()
 }
 
-// scanLoop scans woken channels until the watcher closes. Events keep
-// arriving on run's goroutine while a scan runs, so everything that woke a
-// channel during one scan is covered by a single next one.
-func (w *Watcher) scanLoop(q *scanQueue) {
-	for {
-		select {
-		case <-w.done:
-			return
-		case <-q.kick:
-		}
-		// Flushes asked before this drain are answered after it: what they
-		// marked is scanned by then.
-		waiters := q.takeWaiters()
-		for dirs := q.take(); len(dirs) > 0; dirs = q.take() {
-			w.scanAll(dirs)
-		}
-		for _, done := range waiters {
-			close(done)
-		}
-	}
-}
-
-// scanQueue holds the channels woken since their last scan started. Marking
-// is idempotent, so any number of wakes before a scan starts cost one scan.
-type scanQueue struct {
-	mu      sync.Mutex
-	pending map[string]bool
-	waiters []chan struct{} // Flush calls to answer after the next drain
-	kick    chan struct{}   // non-empty when pending may be
-}
-
-func newScanQueue() *scanQueue {
-	return &scanQueue{pending: map[string]bool{}, kick: make(chan struct{}, 1)}
-}
-
-func (q *scanQueue) mark(dir string) {
-	q.mu.Lock()
-	q.pending[dir] = true
-	q.mu.Unlock()
-	q.wake()
-}
-
-// flush asks for done to be closed once everything marked so far has been
-// scanned.
-func (q *scanQueue) flush(done chan struct{}) {
-	q.mu.Lock()
-	q.waiters = append(q.waiters, done)
-	q.mu.Unlock()
-	q.wake()
-}
-
-// wake tells the scanner there is work; a kick already pending covers it.
-func (q *scanQueue) wake() {
-	select {
-	case q.kick <- struct{}{}:
-	default:
-	}
-}
-
-func (q *scanQueue) takeWaiters() []chan struct{} {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	w := q.waiters
-	q.waiters = nil
-	return w
-}
-
-// take empties the queue and returns its channels in a fixed order.
-func (q *scanQueue) take() []string {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	dirs := slices.Sorted(maps.Keys(q.pending))
-	clear(q.pending)
-	return dirs
+// markLater wakes dir from outside the loop (a timer), as Add does.
+func (w *Watcher) markLater(dir string) {
+	w.mu.Lock()
+	w.dirty[dir] = true
+	w.mu.Unlock()
+	w.wake()
 }
 
 func (w *Watcher) snapshot() map[string]bool {

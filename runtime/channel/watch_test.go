@@ -216,28 +216,6 @@ func TestWatcherCloseReleasesGoroutines(t *testing.T) {
 	}
 }
 
-func TestScanQueueCoalesces(t *testing.T) {
-	q := newScanQueue()
-	if got := q.take(); len(got) != 0 {
-		t.Fatalf("idle queue has pending scans: %v", got)
-	}
-	for range 5 {
-		q.mark("b")
-	}
-	q.mark("a")
-	if got := q.take(); strings.Join(got, ",") != "a,b" {
-		t.Fatalf("five wakes of b and one of a: %v, want one scan each, in order", got)
-	}
-	if got := q.take(); len(got) != 0 {
-		t.Fatalf("taken wakes scanned again: %v", got)
-	}
-	select {
-	case <-q.kick:
-	default:
-		t.Fatal("a wake did not kick the scanner")
-	}
-}
-
 // TestWatcherBurstCostsFewScans holds the initial scan open while 100
 // messages arrive: the wakes they cause while it runs must collapse into a
 // handful of scans, not one per message.
