@@ -1,6 +1,8 @@
 package channel
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
+	"golang.org/x/sys/unix"
 )
 
 // DefaultRescan is the period of the fallback scan, which catches what file
@@ -25,7 +27,7 @@ type WatchOptions struct {
 	// Report receives watch failures, once per distinct failure per channel.
 	Report func(error)
 
-	// noNotify disables fsnotify so tests can prove the rescan alone delivers.
+	// noNotify disables inotify so tests can prove the rescan alone delivers.
 	noNotify bool
 }
 
@@ -33,26 +35,38 @@ type WatchOptions struct {
 // start, after a relevant file event, and on every rescan. The first wake
 // of a quiet channel is scanned at once; wakes that arrive while scans run
 // are coalesced into one more scan of each woken channel, so a burst costs
-// a few scans, not one per message. Scans run one at a time on the
-// Watcher's goroutine, so one slow or broken channel delays but never
-// stops the others.
+// a few scans, not one per message. Scans run one at a time, so one slow
+// or broken channel delays but never stops the others.
+//
+// File events come from inotify directly: the goroutine that reads them
+// scans the channels they wake itself, with no hand-off between the
+// kernel's wake-up and the scan, and the watches ask only for what can
+// wake a scan (a file created, moved in or written, a watched directory
+// removed or moved), so a receiver's own acknowledgements and the moves
+// of a writer's temp files cost it no wake-ups.
 type Watcher struct {
 	direction Direction
 	scan      func(*Channel)
 	opts      WatchOptions
-	fw        *fsnotify.Watcher
+	ino       *os.File // the inotify instance, read through the runtime poller; nil without one
+	inoFd     int      // its descriptor (Fd would make it blocking)
 
 	mu       sync.Mutex
 	channels map[string]*watched // by channel dir
 	slots    map[string]slot     // attached watch path → owner
+	wds      map[int32]string    // inotify watch descriptor → attached path
 	dirty    map[string]bool     // woken by Add, waiting for the loop
 	closing  map[string]bool     // channels told closing; kept after they end
+	closed   bool                // Close has begun: no more watches
 
-	poke    chan struct{}
-	flush   chan chan struct{}
-	done    chan struct{}
-	stopped chan struct{}
-	once    sync.Once
+	scanMu sync.Mutex // held by whichever goroutine scans
+
+	poke       chan struct{}
+	flush      chan chan struct{}
+	done       chan struct{}
+	stopped    chan struct{}
+	readerDone chan struct{}
+	once       sync.Once
 }
 
 type watched struct {
@@ -63,13 +77,25 @@ type watched struct {
 type slot struct {
 	dir   string // channel dir
 	inbox bool   // inbox slot, otherwise the channel dir slot
+	wd    int32
 }
+
+// inboxMask is what a watched inbox reports: files created, moved in or
+// written (a message appearing), and the inbox itself removed or moved
+// away. The channel dir (channelMask) also reports entries removed or
+// moved out, as that is how an inbox's removal shows while the Channel
+// holds it open: the kernel reports the removal of a directory itself only
+// once its last descriptor is closed.
+const (
+	inboxMask   = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_MODIFY | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR
+	channelMask = inboxMask | unix.IN_DELETE | unix.IN_MOVED_FROM
+)
 
 // NewWatcher starts a watcher for the inboxes of direction d; scan is called
 // with each channel that needs a look (typically Receiver.Scan, plus reading
 // the control files this side reacts to: session.json and closed.json for
 // the Main, close.json and interrupt.json for the Sub). Close must be called
-// to release the watches, timers and goroutine.
+// to release the watches, timers and goroutines.
 func NewWatcher(d Direction, scan func(*Channel), opts WatchOptions) (*Watcher, error) {
 	if !d.Valid() {
 		return nil, fmt.Errorf("watch: unknown direction %q", d)
@@ -80,19 +106,25 @@ func NewWatcher(d Direction, scan func(*Channel), opts WatchOptions) (*Watcher, 
 	if opts.Report == nil {
 		opts.Report = func(error) {}
 	}
-	w := &Watcher{direction: d, scan: scan, opts: opts,
-		channels: map[string]*watched{}, slots: map[string]slot{}, dirty: map[string]bool{}, closing: map[string]bool{},
-		poke: make(chan struct{}, 1), flush: make(chan chan struct{}), done: make(chan struct{}), stopped: make(chan struct{})}
+	w := &Watcher{direction: d, scan: scan, opts: opts, inoFd: -1,
+		channels: map[string]*watched{}, slots: map[string]slot{}, wds: map[int32]string{}, dirty: map[string]bool{}, closing: map[string]bool{},
+		poke: make(chan struct{}, 1), flush: make(chan chan struct{}), done: make(chan struct{}), stopped: make(chan struct{}),
+		readerDone: make(chan struct{})}
 	if !opts.noNotify {
-		fw, err := fsnotify.NewBufferedWatcher(eventBuffer)
+		fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 		if err != nil {
 			// Without inotify the rescan still delivers, only slower.
-			opts.Report(fmt.Errorf("file watching unavailable; the %v scan remains active: %w", opts.Rescan, err))
+			opts.Report(fmt.Errorf("file watching unavailable; the %v scan remains active: inotify: %w", opts.Rescan, err))
 		} else {
-			w.fw = fw
+			w.ino, w.inoFd = os.NewFile(uintptr(fd), "inotify"), fd
 		}
 	}
 	go w.run()
+	if w.ino != nil {
+		go w.readEvents()
+	} else {
+		close(w.readerDone)
+	}
 	return w, nil
 }
 
@@ -133,13 +165,23 @@ func (w *Watcher) drop(dir string) {
 		return
 	}
 	for _, p := range w.paths(dir) {
-		if _, ok := w.slots[p]; ok {
-			_ = w.fw.Remove(p)
-			delete(w.slots, p)
-		}
+		w.detach(p)
 	}
 	delete(w.channels, dir)
 	delete(w.dirty, dir)
+}
+
+// detach drops the watch of path, if attached; w.mu is held.
+func (w *Watcher) detach(path string) {
+	s, ok := w.slots[path]
+	if !ok {
+		return
+	}
+	delete(w.slots, path)
+	delete(w.wds, s.wd)
+	if !w.closed {
+		_, _ = unix.InotifyRmWatch(w.inoFd, uint32(s.wd))
+	}
 }
 
 // ended reports whether dir is a channel told closing whose directory is
@@ -152,18 +194,23 @@ func (w *Watcher) ended(dir string) bool {
 	return errors.Is(err, fs.ErrNotExist)
 }
 
-// Close stops the watcher and waits until its goroutine, timers and
-// fsnotify watches are released. Scan is not called after Close returns.
+// Close stops the watcher and waits until its goroutines, timers and
+// watches are released. Scan is not called after Close returns.
 func (w *Watcher) Close() error {
 	var err error
 	w.once.Do(func() {
 		close(w.done)
 		<-w.stopped
-		if w.fw != nil {
-			if cerr := w.fw.Close(); cerr != nil {
+		if w.ino != nil {
+			w.mu.Lock()
+			w.closed = true // no watch is added to, or removed from, a closed descriptor
+			w.mu.Unlock()
+			// Closing unblocks the reader's pending read.
+			if cerr := w.ino.Close(); cerr != nil {
 				err = fmt.Errorf("close watcher: %w", cerr)
 			}
 		}
+		<-w.readerDone
 	})
 	return err
 }
@@ -194,15 +241,15 @@ func (w *Watcher) paths(dir string) [2]string {
 }
 
 // attach (re)adds the missing watches of one channel and reports a failure
-// once per distinct message; a success clears the report. Without fsnotify
+// once per distinct message; a success clears the report. Without inotify
 // there is nothing to attach, and NewWatcher has reported that already.
 func (w *Watcher) attach(dir string) {
-	if w.fw == nil {
+	if w.ino == nil {
 		return
 	}
 	w.mu.Lock()
 	wc, ok := w.channels[dir]
-	if !ok {
+	if !ok || w.closed {
 		w.mu.Unlock()
 		return
 	}
@@ -211,11 +258,22 @@ func (w *Watcher) attach(dir string) {
 		if _, ok := w.slots[p]; ok {
 			continue
 		}
-		if err := w.fw.Add(p); err != nil {
-			errs = append(errs, err)
+		mask := uint32(channelMask)
+		if i == 1 {
+			mask = inboxMask
+		}
+		wd, err := unix.InotifyAddWatch(w.inoFd, p, mask)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("watch %s: %w", p, err))
 			continue
 		}
-		w.slots[p] = slot{dir: dir, inbox: i == 1}
+		if old, ok := w.wds[int32(wd)]; ok {
+			// The same directory under another path (a watch descriptor
+			// names an inode): the newer path owns it.
+			delete(w.slots, old)
+		}
+		w.slots[p] = slot{dir: dir, inbox: i == 1, wd: int32(wd)}
+		w.wds[int32(wd)] = p
 	}
 	var report error
 	if len(errs) > 0 && w.ended(dir) {
@@ -254,185 +312,128 @@ func wakes(d Direction, inbox bool, name string) bool {
 // waits, so a channel being removed is gone, not half there, when scanned.
 const removalSettle = 20 * time.Millisecond
 
-// slotRemoved reports whether ev removes or renames a watched directory
-// itself (a channel dir or an inbox), not a file in it.
-func (w *Watcher) slotRemoved(ev fsnotify.Event) bool {
-	if ev.Op&(fsnotify.Remove|fsnotify.Rename) == 0 {
-		return false
+// readEvents reads inotify events and scans the channels they wake, on
+// this goroutine. Events that arrive during a scan wait in the kernel's
+// queue and come in the next read, all at once, so they cost one more
+// scan.
+func (w *Watcher) readEvents() {
+	defer close(w.readerDone)
+	buf := make([]byte, 64<<10)
+	pending := map[string]bool{}
+	for {
+		n, err := w.ino.Read(buf)
+		if err != nil {
+			select {
+			case <-w.done:
+				return
+			default:
+			}
+			// Not a closed watcher: the rescan goes on delivering.
+			w.opts.Report(fmt.Errorf("file watching error; the %v scan remains active: %w", w.opts.Rescan, err))
+			return
+		}
+		w.parseEvents(buf[:n], pending)
+		w.scanPending(pending)
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	_, ok := w.slots[ev.Name]
-	return ok
 }
 
-// classify maps an event to the channel it wakes, detaching a watch whose
-// directory went away so the rescan can retry it.
-func (w *Watcher) classify(ev fsnotify.Event) (string, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if s, ok := w.slots[ev.Name]; ok && ev.Op&(fsnotify.Remove|fsnotify.Rename) != 0 {
-		delete(w.slots, ev.Name)
-		return s.dir, true
+// parseEvents marks in pending the channels the events in buf wake.
+func (w *Watcher) parseEvents(buf []byte, pending map[string]bool) {
+	for len(buf) >= unix.SizeofInotifyEvent {
+		wd := int32(binary.NativeEndian.Uint32(buf[0:]))
+		mask := binary.NativeEndian.Uint32(buf[4:])
+		size := int(binary.NativeEndian.Uint32(buf[12:]))
+		if unix.SizeofInotifyEvent+size > len(buf) {
+			return
+		}
+		name := string(bytes.TrimRight(buf[unix.SizeofInotifyEvent:unix.SizeofInotifyEvent+size], "\x00"))
+		buf = buf[unix.SizeofInotifyEvent+size:]
+		if mask&unix.IN_Q_OVERFLOW != 0 {
+			// An overflow may hide events of any channel.
+			w.opts.Report(fmt.Errorf("file watching error; the %v scan remains active: inotify event queue overflow", w.opts.Rescan))
+			for dir := range w.snapshot() {
+				pending[dir] = true
+			}
+			continue
+		}
+		w.mu.Lock()
+		path, ok := w.wds[wd]
+		s := w.slots[path]
+		if ok && mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_IGNORED) != 0 {
+			// A watched directory went away: detach its watch so the
+			// rescan can retry it. Usually the channel is being removed
+			// (its inbox goes before the channel dir): scanning it
+			// mid-removal would report a broken channel, so let the
+			// removal finish.
+			w.detach(path)
+			w.mu.Unlock()
+			dir := s.dir
+			time.AfterFunc(removalSettle, func() { w.markLater(dir) })
+			continue
+		}
+		if ok && !s.inbox && mask&(unix.IN_DELETE|unix.IN_MOVED_FROM) != 0 && name == string(w.direction) {
+			// The inbox was removed or moved away.
+			inbox := filepath.Join(path, name)
+			if _, attached := w.slots[inbox]; attached {
+				w.detach(inbox)
+				w.mu.Unlock()
+				dir := s.dir
+				time.AfterFunc(removalSettle, func() { w.markLater(dir) })
+				continue
+			}
+		}
+		w.mu.Unlock()
+		// Removing or renaming a file away never adds a message or a
+		// control request.
+		if ok && mask&(unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_MODIFY) != 0 && wakes(w.direction, s.inbox, name) {
+			pending[s.dir] = true
+		}
 	}
-	s, ok := w.slots[filepath.Dir(ev.Name)]
-	// Removing or renaming a file away never adds a message or a control
-	// request; ignoring it keeps the receiver's own acknowledgements from
-	// waking it again, and a channel being removed from being scanned
-	// half-removed.
-	if ev.Op&(fsnotify.Create|fsnotify.Write) == 0 {
-		return "", false
-	}
-	if !ok || !wakes(w.direction, s.inbox, filepath.Base(ev.Name)) {
-		return "", false
-	}
-	return s.dir, true
 }
 
-// eventBuffer is how many file events fsnotify may hold for the loop while
-// it scans, so a burst that arrives during a scan is taken in one drain
-// (and costs one more scan) instead of one event, and one scan, at a time.
-const eventBuffer = 4096
+// scanPending scans the channels in pending in a fixed order, one scanning
+// goroutine at a time, and empties it.
+func (w *Watcher) scanPending(pending map[string]bool) {
+	if len(pending) == 0 {
+		return
+	}
+	dirs := slices.Sorted(maps.Keys(pending))
+	clear(pending)
+	w.scanMu.Lock()
+	defer w.scanMu.Unlock()
+	w.scanAll(dirs)
+}
 
-// run is the watcher's one goroutine: it takes file events, wakes and
-// ticks, and scans the woken channels itself, one hand-off after the
-// file event instead of two. Everything that arrived while a scan ran is
-// drained before the next scan, so it is covered by that single scan.
+// run takes wakes (Add, Flush, timers) and rescan ticks and scans what
+// they woke; file events are readEvents' work.
 func (w *Watcher) run() {
 	defer close(w.stopped)
-	var events chan fsnotify.Event
-	var errs chan error
-	if w.fw != nil {
-		events, errs = w.fw.Events, w.fw.Errors
-	}
 	rescan := time.NewTicker(w.opts.Rescan)
 	defer rescan.Stop()
 	pending := map[string]bool{}
-	var waiters []chan struct{} // Flush calls to answer after the next scans
 	mark := func(dir string) { pending[dir] = true }
-	// handle takes one input; it reports false once the watcher closes.
-	// handle takes one input, waiting for it if block is set; it reports
-	// false once the watcher closes, and took=false when nothing was ready.
-	handle := func(block bool) (ok, took bool) {
-		var in loopInput
-		if block {
-			select {
-			case <-w.done:
-				return false, true
-			case in.ev, in.evOK = <-events:
-				in.kind = inEvent
-			case in.err, in.errOK = <-errs:
-				in.kind = inError
-			case <-w.poke:
-				in.kind = inPoke
-			case in.done = <-w.flush:
-				in.kind = inFlush
-			case <-rescan.C:
-				in.kind = inRescan
-			}
-		} else {
-			// A select picks among ready cases at random, so the drain has
-			// its own select whose default runs only when nothing is ready.
-			select {
-			case <-w.done:
-				return false, true
-			case in.ev, in.evOK = <-events:
-				in.kind = inEvent
-			case in.err, in.errOK = <-errs:
-				in.kind = inError
-			case <-w.poke:
-				in.kind = inPoke
-			case in.done = <-w.flush:
-				in.kind = inFlush
-			case <-rescan.C:
-				in.kind = inRescan
-			default:
-				return true, false
-			}
-		}
-		switch in.kind {
-		case inEvent:
-			if !in.evOK {
-				events = nil
-				break
-			}
-			removed := w.slotRemoved(in.ev)
-			if dir, ok := w.classify(in.ev); ok {
-				if removed {
-					// Usually the channel is being removed (its inbox goes
-					// before the channel dir): scanning it mid-removal would
-					// report a broken channel, so let the removal finish.
-					time.AfterFunc(removalSettle, func() { w.markLater(dir) })
-					break
-				}
-				mark(dir)
-			}
-		case inError:
-			if !in.errOK {
-				errs = nil
-				break
-			}
-			// An overflow or watch error may hide events of any channel.
-			w.opts.Report(fmt.Errorf("file watching error; the %v scan remains active: %w", w.opts.Rescan, in.err))
-			for dir := range w.snapshot() {
-				mark(dir)
-			}
-		case inPoke:
+	for {
+		var waiter chan struct{}
+		select {
+		case <-w.done:
+			return
+		case <-w.poke:
 			w.markDirty(mark)
-		case inFlush:
+		case waiter = <-w.flush:
 			w.markDirty(mark)
-			waiters = append(waiters, in.done)
-		case inRescan:
+		case <-rescan.C:
 			for dir := range w.snapshot() {
 				w.attach(dir)
 				mark(dir)
 			}
 		}
-		return true, true
-	}
-	for {
-		if ok, _ := handle(true); !ok {
-			return
+		w.scanPending(pending)
+		// A Flush is answered once what it marked is scanned.
+		if waiter != nil {
+			close(waiter)
 		}
-		for {
-			ok, took := handle(false)
-			if !ok {
-				return
-			}
-			if !took {
-				break
-			}
-		}
-		dirs := slices.Sorted(maps.Keys(pending))
-		clear(pending)
-		w.scanAll(dirs)
-		// Flushes asked before this drain are answered after it: what they
-		// marked is scanned by now.
-		for _, done := range waiters {
-			close(done)
-		}
-		waiters = nil
 	}
 }
-
-// loopInput is one thing the watcher's loop took.
-type loopInput struct {
-	kind  int
-	ev    fsnotify.Event
-	evOK  bool
-	err   error
-	errOK bool
-	done  chan struct{}
-}
-
-// The kinds of loopInput.
-const (
-	inEvent = iota
-	inError
-	inPoke
-	inFlush
-	inRescan
-)
 
 // markDirty hands the channels woken by Add to the loop.
 func (w *Watcher) markDirty(mark func(string)) {
