@@ -580,9 +580,6 @@ func (c *Channel) pendingAfter(d Direction, after int64) ([]Message, []Problem, 
 	if !ok {
 		return nil, nil, fmt.Errorf("list %s: unknown direction %q", c.dir, d)
 	}
-	if err := c.checkPresent(); err != nil {
-		return nil, nil, fmt.Errorf("list %s: %w", inbox.Name(), err)
-	}
 	list := c.list
 	if list == nil {
 		list = listNames
@@ -600,6 +597,15 @@ func (c *Channel) pendingAfter(d Direction, after int64) ([]Message, []Problem, 
 	var cutoff int64 = -1
 	for round := 0; ; round++ {
 		names, err := list(inbox)
+		if round == 0 && (err != nil || len(names) == 0) {
+			// The held descriptors of a removed channel list an empty
+			// inbox or fail (getdents of a deleted directory), which
+			// must not pass for an empty or broken one. Only then is the
+			// channel stat'ed: a directory is removed only once empty.
+			if perr := c.checkPresent(); perr != nil {
+				return nil, nil, fmt.Errorf("list %s: %w", inbox.Name(), perr)
+			}
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("list %s: %w", inbox.Name(), err)
 		}

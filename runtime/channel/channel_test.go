@@ -419,3 +419,19 @@ func TestCreateLayout(t *testing.T) {
 		t.Errorf("Dir = %q, want %q", c.Dir(), want)
 	}
 }
+
+// A removed channel's descriptors still list an empty inbox; Pending says
+// the channel is gone instead.
+func TestPendingOfRemovedChannel(t *testing.T) {
+	c := newTestChannel(t)
+	mustSend(t, c, ToMain, "kept until the removal")
+	if msgs, _, err := c.Pending(ToMain); err != nil || len(msgs) != 1 {
+		t.Fatalf("Pending before the removal: %v, %v", msgs, err)
+	}
+	if err := os.RemoveAll(c.Dir()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Pending(ToMain); !errors.Is(err, ErrRemoved) {
+		t.Fatalf("Pending of a removed channel: %v, want ErrRemoved", err)
+	}
+}
