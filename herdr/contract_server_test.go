@@ -95,7 +95,8 @@ func inheritedEnv() []string {
 // startContractServer starts `herdr server` from bin the way Herdr's
 // harness does: its own XDG_CONFIG_HOME whose config.toml says
 // `onboarding = false` (in both herdr/ and herdr-dev/, since a debug build
-// reads the latter: harness.rs app_dir_name), its own XDG_RUNTIME_DIR,
+// reads the latter: harness.rs app_dir_name; plus shell_mode and [update],
+// below), its own XDG_RUNTIME_DIR,
 // HERDR_SOCKET_PATH=<runtime>/herdr.sock, SHELL=/bin/sh and a PATH whose
 // first entry holds the stand-in pi; the server runs in a pseudo-terminal
 // of 24×80 (on Linux; elsewhere detached with null output, as
@@ -119,12 +120,24 @@ func startContractServer(t *testing.T, bin string, fake bool, opts serverOptions
 			t.Fatal(err)
 		}
 	}
-	toml := "onboarding = false\n"
+	// Beyond the harness's `onboarding = false`, two settings keep a
+	// user's release binary where the harness's debug build is.
+	// shell_mode "non_login" is what "auto" means on Linux (src/pane.rs
+	// shell_mode_uses_login_shell); on macOS auto starts a login shell,
+	// whose /etc/profile (path_helper) moves PATH's first entry, the
+	// stand-in pi, behind /usr/local/bin, where a user's real pi would be
+	// typed into the pane instead. [update]: a release build checks for updates and fetches agent
+	// detection manifests in the background (src/app/mod.rs
+	// auto_updates_enabled is off only in debug builds, which the harness
+	// runs), so that a user's binary neither reaches the network nor
+	// changes how it detects pi during the run.
+	toml := "onboarding = false\n[terminal]\nshell_mode = \"non_login\"\n"
 	if opts.shellDelay > 0 {
 		shell := filepath.Join(piBin, "delayed-shell")
 		writeScript(t, shell, fmt.Sprintf("#!/bin/sh\n/bin/sleep %.1f\nexec /bin/sh\n", opts.shellDelay.Seconds()))
-		toml += fmt.Sprintf("[terminal]\ndefault_shell = %q\nshell_mode = \"non_login\"\n", shell)
+		toml += fmt.Sprintf("default_shell = %q\n", shell)
 	}
+	toml += "[update]\nversion_check = false\nmanifest_check = false\n"
 	for _, app := range []string{"herdr", "herdr-dev"} {
 		if err := os.WriteFile(filepath.Join(config, app, "config.toml"), []byte(toml), 0o600); err != nil {
 			t.Fatal(err)

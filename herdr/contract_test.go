@@ -178,7 +178,7 @@ func (h *contractHerdr) startAgent(name, pane string) map[string]any {
 }
 
 // waitForShell polls `pane process-info` until pane's shell is its only
-// foreground process, the condition under which Herdr's server accepts an
+// foreground process and is named as a shell, the condition under which Herdr's server accepts an
 // agent start there (available_pane_shell_from_job in src/platform/mod.rs;
 // the CLI's own wait is pane_shell_is_initializing in src/cli/agent.rs).
 // Herdr's tests get there by doing other work first; waiting on the state
@@ -195,13 +195,31 @@ func (h *contractHerdr) waitForShell(pane string) {
 		if shell == 0 || num(info, "foreground_process_group_id") != shell || len(procs) == 0 {
 			return false
 		}
+		named := false
 		for _, p := range procs {
 			if num(p, "pid") != shell {
 				return false
 			}
+			named = named || isShellName(str(p, "name"))
 		}
-		return true
+		return named
 	})
+}
+
+// isShellName is is_pane_shell_process_name of src/platform/mod.rs: the
+// server takes a pane as an available shell only when its foreground
+// process is named as one (on Linux its comm), so a pane whose process is
+// still the forked server or a wrapper script such as delayed-shell is not.
+func isShellName(name string) bool {
+	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
+		name = name[i+1:]
+	}
+	name = strings.ToLower(strings.TrimSuffix(strings.TrimLeft(name, "-"), ".exe"))
+	switch name {
+	case "sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "csh", "tcsh", "elvish", "xonsh", "nu", "pwsh", "powershell", "cmd":
+		return true
+	}
+	return false
 }
 
 // prompts are the prompts the stand-in pi in pane has read, oldest first.

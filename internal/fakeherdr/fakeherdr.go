@@ -399,7 +399,7 @@ func dispatch(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliE
 	case "pane report-agent":
 		return paneReportAgent(rest, st)
 	case "pane process-info":
-		return paneProcessInfo(rest, st)
+		return paneProcessInfo(rest, st, ctl)
 	case "workspace create":
 		return workspaceCreate(rest, st, ctl)
 	case "pane get":
@@ -1478,8 +1478,13 @@ func paneReportAgent(args []string, st *fakectl.State) (any, *cliError) {
 // so the pids are made up, but the shape follows what herdr's CLI reads in
 // pane_shell_is_initializing: while the shell initializes another process
 // shares its foreground group; at the prompt the shell is alone in it; an
-// agent is a foreground group of its own.
-func paneProcessInfo(args []string, st *fakectl.State) (any, *cliError) {
+// agent is a foreground group of its own. A shell that initializes is the
+// contract suite's delayed-shell wrapper (tests/cli/agents.rs
+// write_delayed_shell_and_fake_pi): for the first third of its start it is
+// alone in its group but named delayed-shell (its comm), which the server
+// does not take as a shell (available_pane_shell_from_job in
+// src/platform/mod.rs), then its sleep joins it.
+func paneProcessInfo(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliError) {
 	var paneID string
 	switch {
 	case len(args) == 2 && args[0] == "--pane":
@@ -1510,8 +1515,10 @@ func paneProcessInfo(args []string, st *fakectl.State) (any, *cliError) {
 	case p.Agent != nil && !p.Agent.Exited && !p.Agent.Reported:
 		info.Group = shell + 2
 		info.Foreground = []process{{shell + 2, p.Agent.Kind, append([]string{p.Agent.Kind}, p.Agent.Args...)}}
+	case nowMS() < p.ShellReadyAt-int64(ctl.ShellInitMS)*2/3:
+		info.Foreground = []process{{shell, "delayed-shell", []string{"/bin/sh", "delayed-shell"}}}
 	case nowMS() < p.ShellReadyAt:
-		info.Foreground = []process{{shell, "sh", []string{"/bin/sh"}}, {shell + 1, "sleep", []string{"/bin/sleep", "1"}}}
+		info.Foreground = []process{{shell, "delayed-shell", []string{"/bin/sh", "delayed-shell"}}, {shell + 1, "sleep", []string{"/bin/sleep", "1"}}}
 	default:
 		info.Foreground = []process{{shell, "sh", []string{"/bin/sh"}}}
 	}
