@@ -734,6 +734,11 @@ func TestContractStartTimeout(t *testing.T) {
 	_, reuse, _ := h.newTab("reuse")
 	h.silent("pane", "report-agent", reuse, "--source", "custom:reuse", "--agent", "pi", "--state", "idle")
 	h.fails("timeout", "agent", "start", "worker", "--kind", "pi", "--pane", pane, "--timeout", "3100")
+	// Herdr dropped the launch at its deadline (src/terminal/state.rs
+	// reconcile_managed_agent_at), and a process it never detected is no
+	// agent: the pane answers as none, though the process still holds it.
+	h.fails("agent_not_found", "agent", "get", pane)
+	h.fails("agent_pane_busy", "agent", "start", "other", "--kind", "pi", "--pane", pane, "--timeout", "3100")
 	if r := h.ok("agent", "rename", reuse, "worker"); str(r["agent"], "name") != "worker" {
 		t.Errorf("agent rename after the timed-out start = %v", r)
 	}
