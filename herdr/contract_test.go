@@ -503,8 +503,10 @@ func TestContract(t *testing.T) {
 
 		before := len(h.prompts(pane))
 		h.silent("pane", "report-agent", pane, "--source", "custom:fake-pi", "--agent", "pi", "--state", "blocked")
-		if s := str(h.ok("agent", "get", "main")["agent"], "agent_status"); s != "blocked" {
-			t.Errorf("agent get after a blocked report: %q", s)
+		// The launch stays interactive_ready (ManagedAgentPhase::Active,
+		// src/terminal/state.rs): only a blocked startup is not.
+		if a, _ := h.ok("agent", "get", "main")["agent"].(map[string]any); a["agent_status"] != "blocked" || a["interactive_ready"] != true {
+			t.Errorf("agent get after a blocked report = %v, want blocked and interactive_ready", a)
 		}
 		h.fails("agent_blocked", "agent", "prompt", "main", "must not be submitted", "--wait", "--timeout", "2000")
 		h.silent("pane", "report-agent", pane, "--source", "custom:fake-pi", "--agent", "pi", "--state", "idle")
@@ -544,7 +546,7 @@ func TestContract(t *testing.T) {
 	// passed and the detected agent is idle, the agent is launch_pending,
 	// agent prompt answers agent_not_ready, and agent start has not
 	// answered; then it answers interactive_ready. A real server needs a
-	// terminal for this; the fake models the outcome with a 300 ms settle.
+	// terminal for this; the fake models the outcome with a 1 s settle.
 	t.Run("a starting agent is launch_pending until it is ready", func(t *testing.T) {
 		h.t = t
 		tab, pane, _ := h.newTab("settle")
@@ -574,6 +576,10 @@ func TestContract(t *testing.T) {
 			t.Errorf("agent get while launch_pending = %v, want no interactive_ready", pending)
 		}
 		h.fails("agent_not_ready", "agent", "prompt", "settling", "too early")
+		// src/app/agents.rs rename_agent_target: a pending launch keeps its name.
+		if msg := h.fails("agent_launch_pending", "agent", "rename", "settling", "renamed"); msg != "agent name cannot change while startup is pending" {
+			t.Errorf("agent rename while pending: message %q", msg)
+		}
 		var r struct {
 			Result struct{ Agent map[string]any }
 		}
@@ -609,8 +615,10 @@ func TestContract(t *testing.T) {
 		if !found {
 			t.Errorf("agent list = %v, want the agent of %s", agents, terminal)
 		}
-		if got := h.ok("agent", "get", pane)["agent"]; str(got, "pane_id") != pane {
-			t.Errorf("agent get %s = %v", pane, got)
+		// interactive_ready and launch_pending belong to agent start's
+		// managed launch (src/app/agents.rs agent_info).
+		if got, _ := h.ok("agent", "get", pane)["agent"].(map[string]any); str(got, "pane_id") != pane || got["interactive_ready"] != nil || got["launch_pending"] != nil {
+			t.Errorf("agent get %s = %v, want that pane without interactive_ready or launch_pending", pane, got)
 		}
 		h.fails("agent_not_ready", "agent", "prompt", pane, "echo prompt-must-not-run")
 		h.usage("pane", "report-agent", pane, "--source", "custom:test", "--agent", "pi")
