@@ -203,13 +203,14 @@ func startContractServer(t *testing.T, bin string, fake bool, opts serverOptions
 		terminateServersOf(bin, s.runtime)
 		os.RemoveAll(base)
 	})
-	for !socketAccepts(s.socket) {
+	// wait_for_socket gives a server 5 s; a user's machine gets 30.
+	for giveUp := time.Now().Add(30 * time.Second); !socketAccepts(s.socket); {
 		select {
 		case <-exited:
 			t.Fatalf("%s server exited before its socket %s appeared: %s", bin, s.socket, s.output.String())
 		case <-time.After(25 * time.Millisecond):
 		}
-		if d, ok := t.Deadline(); ok && time.Until(d) < 5*time.Second {
+		if d, ok := t.Deadline(); ok && time.Until(d) < 5*time.Second || time.Now().After(giveUp) {
 			t.Fatalf("socket did not appear at %s: %s", s.socket, s.output.String())
 		}
 	}

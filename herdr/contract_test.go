@@ -39,17 +39,36 @@ type contractHerdr struct {
 }
 
 // contractBinary is the herdr the suite checks and whether it is the fake.
-func contractBinary() (string, bool) {
-	if bin := os.Getenv(contractEnv); bin != "" {
-		return bin, false
+// A real binary must be named by an absolute path, or a bare name found on
+// PATH: go test runs in the package directory, and the stand-in pi runs
+// the same path from a pane.
+func contractBinary() (string, bool, error) {
+	bin := os.Getenv(contractEnv)
+	if bin == "" {
+		return filepath.Join(fakeBinDir, "herdr"), true, nil
 	}
-	return filepath.Join(fakeBinDir, "herdr"), true
+	if !strings.ContainsRune(bin, os.PathSeparator) {
+		path, err := exec.LookPath(bin)
+		if err != nil {
+			return "", false, fmt.Errorf("%s=%s: %w", contractEnv, bin, err)
+		}
+		if bin, err = filepath.Abs(path); err != nil {
+			return "", false, fmt.Errorf("%s=%s: %w", contractEnv, bin, err)
+		}
+	}
+	if !filepath.IsAbs(bin) {
+		return "", false, fmt.Errorf("%s=%s: give an absolute path (go test runs in the package directory)", contractEnv, bin)
+	}
+	return bin, false, nil
 }
 
 // newContractServer starts a server of the binary under test.
 func newContractServer(t *testing.T, opts serverOptions) *contractHerdr {
 	t.Helper()
-	bin, fake := contractBinary()
+	bin, fake, err := contractBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := startContractServer(t, bin, fake, opts)
 	return &contractHerdr{t: t, bin: bin, env: s.env, real: !fake, cwd: s.work, server: s}
 }
