@@ -259,18 +259,27 @@ func (h *contractHerdr) prompts(pane string) []string {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	// Pi reads a prompt only once its Enter has landed (the fake applies
+	// the Enter on its next call, so the time is what counts).
 	var st struct {
 		Panes map[string]struct {
-			Agent *struct{ Prompts []string } `json:"agent"`
+			Agent *struct {
+				Prompts []string
+				EnterAt int64 `json:"enter_at"`
+			} `json:"agent"`
 		} `json:"panes"`
 	}
 	if err := json.Unmarshal(data, &st); err != nil {
 		h.t.Fatal(err)
 	}
-	if a := st.Panes[pane].Agent; a != nil {
-		return a.Prompts
+	a := st.Panes[pane].Agent
+	if a == nil {
+		return nil
 	}
-	return nil
+	if a.EnterAt > time.Now().UnixMilli() && len(a.Prompts) > 0 {
+		return a.Prompts[:len(a.Prompts)-1]
+	}
+	return a.Prompts
 }
 
 func (h *contractHerdr) stateDir() string {
@@ -538,7 +547,12 @@ func TestContract(t *testing.T) {
 		h.fails("empty_agent_prompt", "agent", "prompt", "main", "")
 		h.fails("agent_not_found", "agent", "prompt", "no-such-agent", "hi")
 		h.fails("agent_not_found", "agent", "get", "no-such-agent")
-		h.usage("agent", "prompt", "main", "hi", "--until", "idle")
+		if errs := h.usage("agent", "prompt", "main", "hi", "--until", "idle"); !strings.Contains(errs, "--until requires --wait") {
+			t.Errorf("agent prompt --until without --wait: stderr %q", errs)
+		}
+		if errs := h.usage("agent", "prompt", "main"); !strings.Contains(errs, "agent prompt requires text") {
+			t.Errorf("agent prompt without text: stderr %q", errs)
+		}
 	})
 
 	// Herdr: README "Why the adapter does what it does" 5, from

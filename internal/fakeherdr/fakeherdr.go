@@ -180,6 +180,11 @@ func advance(st *fakectl.State, ctl fakectl.Control, now int64) {
 			}
 			a.Seq++
 		}
+		if a.EnterAt > 0 && now >= a.EnterAt && a.Status == "blocked" {
+			// Pi reported itself blocked meanwhile: the Enter does not
+			// start a turn, and only Pi's next report changes its state.
+			a.EnterAt = 0
+		}
 		if a.EnterAt > 0 && now >= a.EnterAt {
 			a.Status, a.EnterAt = "working", 0
 			a.Seq++
@@ -1227,24 +1232,34 @@ func infoOfAgent(st *fakectl.State, p *fakectl.Pane, statusOverride string) agen
 }
 
 func agentPrompt(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliError) {
-	if len(args) < 2 {
+	switch len(args) {
+	case 0:
 		return nil, usage("usage: herdr agent prompt <target> <text> [--wait] [--until STATUS]... [--timeout MS]")
+	case 1:
+		return nil, usage("agent prompt requires text")
 	}
 	target, text := args[0], args[1]
-	wait, untilOrTimeout := false, false
+	wait, until, timeout := false, false, false
 	cerr := eachOption(args[2:], []string{"--until", "--timeout"}, []string{"--wait"}, func(opt, _ string) *cliError {
-		if opt == "--wait" {
+		switch opt {
+		case "--wait":
 			wait = true
-		} else {
-			untilOrTimeout = true
+		case "--until":
+			until = true
+		default:
+			timeout = true
 		}
 		return nil
 	})
 	if cerr != nil {
 		return nil, cerr
 	}
-	if untilOrTimeout && !wait {
-		return nil, usage("--until and --timeout require --wait")
+	// src/cli/agent.rs agent_prompt checks --until before --timeout.
+	if until && !wait {
+		return nil, usage("--until requires --wait")
+	}
+	if timeout && !wait {
+		return nil, usage("--timeout requires --wait")
 	}
 	// The checks of handle_agent_prompt (src/app/api/agents.rs), in order.
 	if text == "" {
