@@ -86,7 +86,7 @@ func inheritedEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "HERDR_") || k == "FAKEHERDR_STATE" || k == "XDG_CONFIG_HOME" || k == "XDG_RUNTIME_DIR" || k == "SHELL" || k == "PATH" {
+		if strings.HasPrefix(k, "HERDR_") || k == "FAKEHERDR_STATE" || k == "XDG_CONFIG_HOME" || k == "XDG_RUNTIME_DIR" || k == "XDG_STATE_HOME" || k == "SHELL" || k == "PATH" {
 			continue
 		}
 		env = append(env, kv)
@@ -117,7 +117,8 @@ func startContractServer(t *testing.T, bin string, fake bool, opts serverOptions
 		work: filepath.Join(base, "work"), piArgs: filepath.Join(base, "pi-args"), prompts: filepath.Join(base, "pi-prompts"), output: &syncBuffer{}}
 	s.socket = filepath.Join(s.runtime, "herdr.sock")
 	config, piBin, state := filepath.Join(base, "config"), filepath.Join(base, "bin"), filepath.Join(base, "fake-state")
-	for _, d := range []string{s.runtime, s.work, piBin, state, filepath.Join(config, "herdr"), filepath.Join(config, "herdr-dev")} {
+	xdgState := filepath.Join(base, "state")
+	for _, d := range []string{s.runtime, s.work, piBin, state, xdgState, filepath.Join(config, "herdr"), filepath.Join(config, "herdr-dev")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -166,6 +167,12 @@ func startContractServer(t *testing.T, bin string, fake bool, opts serverOptions
 	s.env = append(inheritedEnv(),
 		"XDG_CONFIG_HOME="+config,
 		"XDG_RUNTIME_DIR="+s.runtime,
+		// Not in the harness: a release build keeps the agent detection
+		// manifests it fetched and plugin state under XDG_STATE_HOME
+		// (src/config/io.rs state_dir, src/detect/manifest_update.rs), so
+		// the user's cache would change how pi is detected; a debug build
+		// reads herdr-dev there, which only Herdr's developers have.
+		"XDG_STATE_HOME="+xdgState,
 		"HERDR_SOCKET_PATH="+s.socket,
 		"SHELL=/bin/sh",
 		"PATH="+piBin+string(os.PathListSeparator)+os.Getenv("PATH"),
