@@ -107,7 +107,7 @@ func (f *sourceFlags) compile(names []string) (*manifest.Manifest, []compiler.Di
 	opts.Names = names
 	opts.NoDigests = f.noDigests
 	opts.DiagnosticsOnly = f.diagnosticsOnly
-	defer lazyGC()()
+	defer lazyGC(f.diagnosticsOnly)()
 	schema, err := cue.Load()
 	if err != nil {
 		return nil, nil, opts, err
