@@ -741,9 +741,11 @@ func TestContractShellStartup(t *testing.T) {
 		}
 	})
 	// Herdr: tests/cli/agents.rs agent_start_stops_retrying_when_the_pane_shell_stays_busy
-	// (without its timing bounds).
+	// (without its timing bounds). Its shell sleeps 2.3 s against the
+	// CLI's 2 s of retries; 3 s leaves the first call a margin on a loaded
+	// machine, and the second still finds the shell within its retries.
 	t.Run("agent start stops retrying a shell that stays busy", func(t *testing.T) {
-		h := newContractServer(t, serverOptions{shellDelay: 2300 * time.Millisecond})
+		h := newContractServer(t, serverOptions{shellDelay: 3 * time.Second})
 		_, pane := h.newWorkspace()
 		h.fails("agent_pane_busy", "agent", "start", "worker", "--kind", "pi", "--pane", pane, "--timeout", "8000")
 		if r := h.ok("agent", "start", "worker", "--kind", "pi", "--pane", pane, "--timeout", "8000"); r["type"] != "agent_started" {
