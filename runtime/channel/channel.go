@@ -448,10 +448,7 @@ func (c *Channel) SendBatch(d Direction, texts []string) ([]Message, error) {
 	for i, text := range texts {
 		w := wireMessage{Version: 1, ID: NewID(), Sequence: used + 1 + int64(i), RunID: c.manifest.RunID,
 			Token: c.manifest.Token, CreatedAt: now, Message: text}
-		data, err := encodeJSON(w)
-		if err != nil {
-			return nil, fmt.Errorf("send to %s: encode: %w", c.dir, err)
-		}
+		data := encodeMessage(w)
 		if len(data) > MaxMessageBytes {
 			return nil, fmt.Errorf("send to %s: message %d is %d bytes serialized, over the %d byte limit", c.dir, i, len(data), MaxMessageBytes)
 		}

@@ -121,3 +121,35 @@ func TestDecodeMessageFastTakesWrittenMessages(t *testing.T) {
 		}
 	}
 }
+
+func TestEncodeMessageMatchesEncodeJSON(t *testing.T) {
+	for _, text := range append(fastTexts, "\b\f\r\x00\x7f\u2028x\u2029", "\xed\xa0\x80 surrogate", "<a href=\"x\">&amp;</a>") {
+		w := wireMessage{Version: 1, ID: NewID(), Sequence: maxSafeInteger, RunID: fuzzIdentity.runID, Token: fuzzIdentity.token, CreatedAt: -1764765000000, Message: text}
+		want, err := encodeJSON(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := encodeMessage(w); string(got) != string(want) {
+			t.Errorf("encodeMessage(%q):\n%s\nencodeJSON:\n%s", text, got, want)
+		}
+	}
+}
+
+// FuzzEncodeMessage holds encodeMessage to encodeJSON's bytes for any
+// message text and id.
+func FuzzEncodeMessage(f *testing.F) {
+	for _, text := range fastTexts {
+		f.Add("m-1", text)
+	}
+	f.Add("\u2029\"", "\xff\xfe\x00\u00e9\U0001F389")
+	f.Fuzz(func(t *testing.T, id, text string) {
+		w := wireMessage{Version: 1, ID: id, Sequence: 7, RunID: fuzzIdentity.runID, Token: fuzzIdentity.token, CreatedAt: 1700000000000, Message: text}
+		want, err := encodeJSON(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := encodeMessage(w); string(got) != string(want) {
+			t.Fatalf("encodeMessage differs:\n%q\nencodeJSON:\n%q", got, want)
+		}
+	})
+}
