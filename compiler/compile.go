@@ -533,6 +533,20 @@ func (c *validator) validateEntry(e profiles.Entry) (cand *candidate, valid bool
 				Hint:    "write the provider and the model id, e.g. \"anthropic/claude-sonnet-4-5\""})
 		}
 	}
+	if t := cfg.ThinkingLevel; t != "" && !bad["thinkingLevel"] && !slices.Contains(roleEnums["thinking"], t) {
+		// Pi warns and starts at the model's default level; in a Sub's tab
+		// nobody reads that warning.
+		line, col := res.Position("thinkingLevel")
+		hint := "use one of " + strings.Join(roleEnums["thinking"], ", ")
+		if lower := strings.ToLower(strings.TrimSpace(t)); slices.Contains(roleEnums["thinking"], lower) {
+			hint = fmt.Sprintf("write %q", lower)
+		} else if near := cue.Nearest(lower, roleEnums["thinking"]); near != "" {
+			hint = fmt.Sprintf("did you mean %q? Pi's levels are %s", near, strings.Join(roleEnums["thinking"], ", "))
+		}
+		c.diag(Diagnostic{Severity: Warning, Code: "thinking-level", File: e.ConfigPath, Line: line, Column: col, Subject: e.Name,
+			Message: fmt.Sprintf("thinkingLevel '%s' is not a level Pi knows; Pi ignores --thinking %s with a warning and uses its default level", t, t),
+			Hint:    hint})
+	}
 	if placeholder(cfg.Description) && cfg.Invocation != "manual" && !bad["description"] {
 		// A manual profile's description is only shown to the user; an
 		// agent-invokable one's is how Main's model picks it.

@@ -301,7 +301,7 @@ func (s *Schema) validate(d Definition, file string, lit *ast.StructLit) *Result
 		}
 		if !allowed {
 			hint := "remove it; allowed keys: " + strings.Join(meta.names, ", ")
-			if near := nearest(name, meta.names); near != "" {
+			if near := Nearest(name, meta.names); near != "" {
 				hint = fmt.Sprintf("did you mean %q?", near)
 			}
 			res.Findings = append(res.Findings, Finding{Field: name, Diagnostic: diag.Diagnostic{Severity: diag.Error, File: file, Line: line, Column: col,
@@ -691,10 +691,9 @@ func describeValue(lit *ast.StructLit, path []string) string {
 	return ""
 }
 
-// nearest suggests the closest allowed field for a misspelled one. It runs
-// once per unknown key, so candidates whose length alone puts them out of
-// reach are skipped without computing a distance.
-func nearest(name string, candidates []string) string {
+// Nearest returns the candidate closest to a misspelled name (case
+// ignored, at most two edits away), or "" when none is that close.
+func Nearest(name string, candidates []string) string {
 	best, bestD := "", 3
 	lower := strings.ToLower(name)
 	n := utf8.RuneCountInString(lower)

@@ -44,7 +44,7 @@ func TestExitCodes(t *testing.T) {
 		{"compile errors", []string{"compile", "--agent-dir", bad, "--out", filepath.Join(t.TempDir(), "m.json")}, exitDiagnostics},
 		{"unknown flag", []string{"check", "--bogus"}, exitUsage},
 		{"bad format", []string{"check", "--format", "xml", "--agent-dir", agent}, exitUsage},
-		{"unwritable out", []string{"compile", "--agent-dir", agent, "--out", filepath.Join(agent, "no", "such", "dir", "m.json")}, exitFailure},
+		{"unwritable out (a file where a directory must be)", []string{"compile", "--agent-dir", agent, "--out", filepath.Join(agent, "facets", "profiles", "good", "config.json", "m.json")}, exitFailure},
 		{"missing cwd", []string{"check", "--agent-dir", agent, "-C", filepath.Join(agent, "missing")}, exitUsage},
 		{"unknown command", []string{"frobnicate"}, exitUsage},
 		{"misspelt command", []string{"chek"}, exitUsage},

@@ -141,6 +141,7 @@ func newRootCmd(a *app) *cobra.Command {
 	// cobra adds its completion command only when it executes; add it now
 	// so that strictArgs covers it (facets completion bogus).
 	root.InitDefaultCompletionCmd()
+	root.SetHelpCommand(newHelpCmd(root))
 	strictArgs(root)
 	return root
 }
@@ -185,7 +186,12 @@ const groupAnnotation = "facets-group"
 // unknownCommand is the usage error for a subcommand name cmd does not
 // have, on one line, with the names it may have meant.
 func unknownCommand(cmd *cobra.Command, name string) error {
-	msg := fmt.Sprintf("unknown command %q for %q", name, cmd.CommandPath())
+	return notFound(cmd, fmt.Sprintf("unknown command %q for %q", name, cmd.CommandPath()), name)
+}
+
+// notFound is msg as a usage error on one line, with the subcommands of
+// cmd that name may have meant and where to find the list.
+func notFound(cmd *cobra.Command, msg, name string) error {
 	if cmd.SuggestionsMinimumDistance <= 0 {
 		cmd.SuggestionsMinimumDistance = 2 // cobra's default, which it sets only in its own message
 	}
@@ -193,6 +199,43 @@ func unknownCommand(cmd *cobra.Command, name string) error {
 		msg += "; did you mean " + strings.Join(near, " or ") + "?"
 	}
 	return usageError{fmt.Errorf("%s (run '%s --help' for the list)", msg, cmd.CommandPath())}
+}
+
+// newHelpCmd replaces cobra's help command, which prints the root's help
+// and exits 0 for a topic it does not know (facets help chek): here that is
+// the usage error an unknown command is, with its did-you-mean.
+func newHelpCmd(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Help provides help for any command in the application.\nSimply type facets help [path to command] for full details.",
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			cmd, _, err := root.Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []string
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() {
+					names = append(names, sub.Name())
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			cmd, rest, err := root.Find(args)
+			if err != nil || len(rest) > 0 {
+				found := root
+				if err == nil {
+					found = cmd
+				} else if len(args) > 0 {
+					rest = args
+				}
+				return notFound(found, fmt.Sprintf("unknown help topic %q", strings.Join(args, " ")), rest[0])
+			}
+			return cmd.Help()
+		},
+	}
 }
 
 // home is the user's home directory, as os.UserHomeDir finds it on Unix.

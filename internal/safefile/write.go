@@ -124,7 +124,8 @@ func CreateIn(root, path string, b []byte, perm os.FileMode) error {
 // a Git work tree (an ancestor of it holds .git) is the repository's to
 // control, so it is written as WriteFileIn writes it below that work
 // tree; any other path as WriteFileAtomic writes it, following links and
-// writing devices such as /dev/stdout.
+// writing devices such as /dev/stdout. Either way missing directories of
+// path are created.
 func WriteNamed(path string, b []byte, perm os.FileMode) error {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -136,6 +137,10 @@ func WriteNamed(path string, b []byte, perm os.FileMode) error {
 		}
 		up := filepath.Dir(dir)
 		if up == dir {
+			// Missing directories are made, as WriteFileIn makes them.
+			if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+				return fmt.Errorf("write %s: %w", path, err)
+			}
 			return WriteFileAtomic(path, b, perm)
 		}
 		dir = up
