@@ -283,7 +283,7 @@ func BenchmarkRoleManyKeys(b *testing.B) {
 			b.SetBytes(int64(len(f.Data)))
 			for i := 0; i < b.N; i++ {
 				p := roleParser{schema: schema}
-				if _, diags := p.parse(f); len(diags) != n {
+				if _, diags := p.parse(&f); len(diags) != n {
 					b.Fatalf("%d diagnostics, want %d", len(diags), n)
 				}
 			}

@@ -38,6 +38,11 @@ type Options struct {
 	// check, which discards the manifest, and the Pi startup plan, which
 	// reads no digest. A manifest compiled so is never written or frozen.
 	NoDigests bool
+	// DiagnosticsOnly is for a caller that reads only the diagnostics
+	// (check): the manifest's profiles and roles are then left empty, so a
+	// large tree's launch snapshots and role bodies are never held in
+	// memory. The diagnostics are the same.
+	DiagnosticsOnly bool
 }
 
 // SplitRolePacks splits a FACETS_ROLE_PACKS value, a list separated like
@@ -127,7 +132,7 @@ type candidate struct {
 func Compile(schema *cue.Schema, opts Options) (*manifest.Manifest, []Diagnostic, error) {
 	env := opts.Env
 	c := &compilation{validator: validator{schema: schema}, workers: opts.Workers, env: env, sources: map[string]string{},
-		noDigests: opts.NoDigests, realPaths: &profiles.RealPaths{}}
+		noDigests: opts.NoDigests, diagnosticsOnly: opts.DiagnosticsOnly, realPaths: &profiles.RealPaths{}}
 	trust, err := profiles.DecideTrust(env, opts.TrustFlag)
 	if err != nil {
 		// Without a readable decision the project stays untrusted, the safe
@@ -164,13 +169,14 @@ func Compile(schema *cue.Schema, opts Options) (*manifest.Manifest, []Diagnostic
 	// Roles share nothing with profiles but the inputs, so they are
 	// discovered and validated meanwhile, with their own schema.
 	var roles []manifest.Role
+	var roleCount int
 	var roleDiags []Diagnostic
 	var roleSources []manifest.Source
 	rolesDone := make(chan struct{})
 	in := RoleInput{
 		BundledDir: opts.BundledRoles, Packs: opts.RolePacks,
 		AgentDir: env.AgentDir, Cwd: env.Cwd, Trusted: trust.Trusted, Workers: opts.Workers,
-		NoDigests: opts.NoDigests, Overlay: env.Overlay,
+		NoDigests: opts.NoDigests, Overlay: env.Overlay, DiagnosticsOnly: opts.DiagnosticsOnly,
 	}
 	if env.ProjectOnly {
 		// Role packs, bundled roles and global roles are the user's, not
@@ -179,13 +185,14 @@ func Compile(schema *cue.Schema, opts Options) (*manifest.Manifest, []Diagnostic
 	}
 	runRoles := func(s *cue.Schema) {
 		defer close(rolesDone)
-		roles, roleDiags, roleSources = compileRoles(s, in)
+		roles, roleCount, roleDiags, roleSources = compileRoles(s, in)
 	}
 	roleSchema, err := cue.Load()
 	if err == nil {
 		go runRoles(roleSchema)
 	}
-	m.Profiles = c.profiles(trust.Trusted)
+	var compiled []string
+	m.Profiles, compiled = c.profiles(trust.Trusted)
 	before := len(c.diags)
 	m.Main = c.mainSections(trust.Trusted)
 	mainFound := len(m.Main) > 0 || len(c.diags) > before
@@ -195,7 +202,7 @@ func Compile(schema *cue.Schema, opts Options) (*manifest.Manifest, []Diagnostic
 	<-rolesDone
 	// Roles or a MAIN.md are something found: a repository may keep only
 	// those, and its check must pass.
-	if !c.foundProfiles && !mainFound && len(roles) == 0 && len(roleDiags) == 0 {
+	if !c.foundProfiles && !mainFound && roleCount == 0 && len(roleDiags) == 0 {
 		c.diag(c.noProfiles(trust.Trusted))
 	}
 	m.Roles = roles
@@ -206,7 +213,7 @@ func Compile(schema *cue.Schema, opts Options) (*manifest.Manifest, []Diagnostic
 
 	diags := c.diags
 	if len(opts.Names) > 0 {
-		m.Profiles, diags = selectNames(m.Profiles, diags, opts.Names)
+		m.Profiles, diags = selectNames(m.Profiles, compiled, diags, opts.Names)
 	}
 	m.Diagnostics = SortDiagnostics(diags)
 	m.Sources = c.sourceList()
@@ -252,6 +259,9 @@ type compilation struct {
 	env           profiles.Env
 	sources       map[string]string
 	noDigests     bool
+	// diagnosticsOnly keeps only the names of the resolved profiles
+	// (Options.DiagnosticsOnly).
+	diagnosticsOnly bool
 	// realPaths is shared by the parallel per-profile resolutions.
 	realPaths *profiles.RealPaths
 }
@@ -294,14 +304,23 @@ func (c *compilation) sourceList() []manifest.Source {
 // profiles validates every scope and applies precedence: nearer scopes
 // replace whole profiles, and an invalid definition removes a same-named
 // profile from broader scopes instead of silently falling back to it.
-func (c *compilation) profiles(trusted bool) []manifest.Profile {
-	scopes := profiles.DiscoverProfiles(c.env, trusted)
+// It returns the compiled profiles (none when diagnosticsOnly) and their
+// names, in name order.
+func (c *compilation) profiles(trusted bool) (ps []manifest.Profile, compiled []string) {
+	scopes := profiles.ListProfiles(c.env, trusted)
 	var entries []profiles.Entry
-	for _, sp := range scopes {
-		entries = append(entries, sp.Entries...)
+	counts := make([]int, len(scopes))
+	for i := range scopes {
+		if len(scopes) == 1 {
+			entries = scopes[i].Entries
+		} else {
+			entries = append(entries, scopes[i].Entries...)
+		}
+		counts[i] = len(scopes[i].Entries)
+		scopes[i].Entries = nil // entries holds them now
 	}
-	checked := c.validateAll(entries, c.workers)
-	effective := map[string]*candidate{}
+	checked := c.validateAll(entries, trusted)
+	effective := map[string]int{} // name -> index in entries of the definition in use
 	shadowed := map[string][]string{}
 	// broken holds, per name, the diagnostics of invalid definitions that
 	// no valid nearer definition has replaced yet. A valid nearer one makes
@@ -309,31 +328,30 @@ func (c *compilation) profiles(trusted bool) []manifest.Profile {
 	// block the profile that is actually used.
 	broken := map[string][]Diagnostic{}
 	i := 0
-	for _, sp := range scopes {
+	for si, sp := range scopes {
 		c.diags = append(c.diags, sp.Problems...)
-		for _, e := range sp.Entries {
-			if e.Config != nil && !c.noDigests {
-				c.sources[e.ConfigPath] = manifest.Digest(e.Config)
-			}
-			if e.Instructions != nil && !c.noDigests {
-				c.sources[e.Instructions.Path] = manifest.Digest(e.Instructions.Content)
-			}
-			ce := checked[i]
+		for range counts[si] {
+			e, ce := &entries[i], &checked[i]
 			i++
-			if prev := effective[e.Name]; prev != nil {
-				shadowed[e.Name] = append(shadowed[e.Name], prev.entry.ConfigPath)
+			for path, d := range ce.digests {
+				c.sources[path] = d
+			}
+			prev, hasPrev := effective[e.Name]
+			if hasPrev {
+				shadowed[e.Name] = append(shadowed[e.Name], entries[prev].ConfigPath)
 			}
 			if !ce.valid {
 				ds := ce.diags
-				if ce.cand != nil {
+				if ce.readable {
 					// Report what else is wrong (unknown skills) in the same run.
-					ds = append(ds, c.skillDiags(ce.cand, trusted)...)
+					ds = append(ds, ce.resolved.diags...)
 				}
-				if effective[e.Name] != nil {
+				if hasPrev {
+					prevPath := entries[prev].ConfigPath
 					ds = append(ds, Diagnostic{Severity: Warning, Code: "masked-profile", File: e.ConfigPath, Subject: e.Name,
-						Message: fmt.Sprintf("invalid profile '%s' hides the same-named profile at %s", e.Name, effective[e.Name].entry.ConfigPath),
+						Message: fmt.Sprintf("invalid profile '%s' hides the same-named profile at %s", e.Name, prevPath),
 						Hint:    "fix this definition or remove it to use the broader one",
-						Related: []Related{{File: effective[e.Name].entry.ConfigPath, Note: "the same-named profile this definition hides"}}})
+						Related: []Related{{File: prevPath, Note: "the same-named profile this definition hides"}}})
 				}
 				broken[e.Name] = append(broken[e.Name], ds...)
 				delete(effective, e.Name)
@@ -344,7 +362,7 @@ func (c *compilation) profiles(trusted bool) []manifest.Profile {
 				c.diag(maskedDiag(d, e.ConfigPath))
 			}
 			delete(broken, e.Name)
-			effective[e.Name] = ce.cand
+			effective[e.Name] = i - 1
 		}
 	}
 	for _, ds := range broken {
@@ -358,31 +376,22 @@ func (c *compilation) profiles(trusted bool) []manifest.Profile {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	// Resolving reads every skill; each profile is resolved on its own,
-	// in parallel, and merged in name order.
-	type resolved struct {
-		p       manifest.Profile
-		ok      bool
-		diags   []Diagnostic
-		sources map[string]string
-	}
-	done := make([]resolved, len(names))
-	forEachParallel(nil, len(names), c.workers, func(_ *cue.Schema, i int) {
-		local := &compilation{env: c.env, sources: map[string]string{}, noDigests: c.noDigests, realPaths: c.realPaths}
-		p, ok := local.resolve(effective[names[i]], trusted, shadowed[names[i]])
-		done[i] = resolved{p, ok, local.diags, local.sources}
-	})
-	out := make([]manifest.Profile, 0, len(done))
-	for _, r := range done {
+	for _, n := range names {
+		r := &checked[effective[n]].resolved
 		c.diags = append(c.diags, r.diags...)
 		for path, d := range r.sources {
 			c.sources[path] = d
 		}
 		if r.ok {
-			out = append(out, r.p)
+			compiled = append(compiled, n)
+			if r.p != nil {
+				p := *r.p
+				p.Overrides = shadowed[n]
+				ps = append(ps, p)
+			}
 		}
 	}
-	return out
+	return ps, compiled
 }
 
 // maskedDiag turns an error of a definition that the valid nearer
@@ -396,26 +405,72 @@ func maskedDiag(d Diagnostic, by string) Diagnostic {
 	return d
 }
 
-// checkedEntry is one validated entry: cand is set whenever the document
+// checkedEntry is one validated entry: readable when its config.json
 // could be read (even with errors), valid only when it has none.
 type checkedEntry struct {
-	cand  *candidate
-	valid bool
-	diags []Diagnostic
+	readable bool
+	valid    bool
+	diags    []Diagnostic
+	// resolved is the entry resolved as if it were the definition in use:
+	// its launch snapshot when valid, only the diagnostics of its skills
+	// when not (skillDiags).
+	resolved resolved
+	// digests are the sources the entry read (config.json, instructions.md).
+	digests map[string]string
+}
+
+// resolved is what resolving one profile gave.
+type resolved struct {
+	p       *manifest.Profile // nil when not ok, and when diagnosticsOnly
+	ok      bool
+	diags   []Diagnostic
+	sources map[string]string
 }
 
 // parallelMin is the entry count below which a second schema is not worth
 // compiling; loading one costs about as much as validating a few profiles.
 const parallelMin = 64
 
-// validateAll validates entries in parallel and returns the results in
-// entry order, so output stays deterministic.
-func (c *compilation) validateAll(entries []profiles.Entry, limit int) []checkedEntry {
+// validateAll reads, validates and resolves entries in parallel and returns
+// the results in entry order, so output stays deterministic. Each entry is
+// resolved right after it is validated, whether or not a nearer scope
+// replaces it, so that its files and parse can be let go of at once rather
+// than held for the whole tree: the compile then keeps only what
+// precedence and the diagnostics need.
+func (c *compilation) validateAll(entries []profiles.Entry, trusted bool) []checkedEntry {
 	out := make([]checkedEntry, len(entries))
-	forEachParallel(c.schema, len(entries), limit, func(s *cue.Schema, i int) {
+	forEachParallel(c.schema, len(entries), c.workers, func(s *cue.Schema, i int) {
+		e := &entries[i]
+		profiles.ReadEntry(c.env.Overlay, e)
 		v := validator{schema: s}
-		cand, valid := v.validateEntry(entries[i])
-		out[i] = checkedEntry{cand: cand, valid: valid, diags: v.diags}
+		cand, valid := v.validateEntry(*e)
+		ce := checkedEntry{readable: cand != nil, valid: valid, diags: v.diags}
+		if !c.noDigests && (e.Config != nil || e.Instructions != nil) {
+			ce.digests = map[string]string{}
+			if e.Config != nil {
+				ce.digests[e.ConfigPath] = manifest.Digest(e.Config)
+			}
+			if e.Instructions != nil {
+				ce.digests[e.Instructions.Path] = manifest.Digest(e.Instructions.Content)
+			}
+		}
+		if cand != nil {
+			local := &compilation{env: c.env, noDigests: c.noDigests, realPaths: c.realPaths}
+			if !c.noDigests {
+				local.sources = map[string]string{}
+			}
+			if valid {
+				p, ok := local.resolve(cand, trusted, nil)
+				ce.resolved = resolved{nil, ok, local.diags, local.sources}
+				if ok && !c.diagnosticsOnly {
+					ce.resolved.p = &p
+				}
+			} else {
+				ce.resolved.diags = local.skillDiags(cand, trusted)
+			}
+		}
+		e.Config, e.Instructions = nil, nil
+		out[i] = ce
 	})
 	return out
 }
@@ -698,20 +753,25 @@ func (c *compilation) mainSections(trusted bool) []manifest.MainSection {
 	return out
 }
 
-// selectNames keeps the requested profiles and their diagnostics. A name
-// that did not compile reports its own diagnostics, or an unknown-profile
-// error listing what is available.
-func selectNames(ps []manifest.Profile, ds []Diagnostic, names []string) ([]manifest.Profile, []Diagnostic) {
+// selectNames keeps the requested profiles and their diagnostics; compiled
+// names every profile that compiled (ps is empty when only diagnostics
+// are wanted). A name that did not compile reports its own diagnostics, or
+// an unknown-profile error listing what is available.
+func selectNames(ps []manifest.Profile, compiled []string, ds []Diagnostic, names []string) ([]manifest.Profile, []Diagnostic) {
 	want := map[string]bool{}
 	for _, n := range names {
 		want[n] = true
 	}
 	var out []manifest.Profile
-	have := map[string]bool{}
 	for _, p := range ps {
 		if want[p.Name] {
 			out = append(out, p)
-			have[p.Name] = true
+		}
+	}
+	have := map[string]bool{}
+	for _, n := range compiled {
+		if want[n] {
+			have[n] = true
 		}
 	}
 	var keep []Diagnostic
@@ -724,8 +784,12 @@ func selectNames(ps []manifest.Profile, ds []Diagnostic, names []string) ([]mani
 		if have[n] || slices.ContainsFunc(keep, func(d Diagnostic) bool { return d.Subject == n && d.Severity == Error }) {
 			continue
 		}
+		avail := make([]manifest.Profile, len(compiled))
+		for i, c := range compiled {
+			avail[i].Name = c
+		}
 		keep = append(keep, Diagnostic{Severity: Error, Code: "unknown-profile", Subject: n,
-			Message: manifest.UnknownProfileMessage(n, ps),
+			Message: manifest.UnknownProfileMessage(n, avail),
 			Hint:    "check the name, the working directory and project trust"})
 	}
 	return out, keep

@@ -295,8 +295,8 @@ func ExplainRole(schema *cue.Schema, opts Options, name string) (*Explanation, e
 	p := roleParser{schema: schema}
 	var defs []roleDef
 	var all []string
-	for _, f := range found.Files {
-		def, _ := p.parse(f)
+	for i := range found.Files {
+		def, _ := p.parse(&found.Files[i])
 		all = append(all, def.name)
 		if def.name == name {
 			defs = append(defs, def)

@@ -23,6 +23,9 @@ type RoleInput struct {
 	Workers    int              // bounds parallel validation; zero means GOMAXPROCS
 	NoDigests  bool             // leave SHA256 and the sources empty (check discards them)
 	Overlay    profiles.Overlay // unsaved contents read instead of the files (see profiles.Env.Overlay)
+	// DiagnosticsOnly returns roles that carry only their names (see
+	// Options.DiagnosticsOnly).
+	DiagnosticsOnly bool
 }
 
 // roleKeys are the frontmatter keys of #Role, in the order checked against
@@ -90,9 +93,11 @@ func lenientDiag(path string, line, col int, key, why, hint string, value any, d
 
 // roleDef is one role file after parsing and validation.
 type roleDef struct {
-	file profiles.RoleFile
+	file *profiles.RoleFile // the listed file, without Data once parsed
 	name string
-	role manifest.Role
+	// role is the manifest entry of a valid file; nil for an invalid one
+	// and when only diagnostics are wanted (roleParser.diagnosticsOnly).
+	role *manifest.Role
 	// valid is false when the file has errors; at bundled, global and
 	// project level it then removes the name from lower layers, so an
 	// invalid definition never silently falls back.
@@ -103,26 +108,41 @@ type roleDef struct {
 }
 
 // compileRoles discovers, validates and layers role definitions. It
-// returns the effective roles sorted by name, the diagnostics, and the
-// digest of every role file and package.json read.
-func compileRoles(schema *cue.Schema, in RoleInput) (roles []manifest.Role, diags []Diagnostic, sources []manifest.Source) {
-	found, problems := profiles.DiscoverRoles(profiles.RoleSources{BundledDir: in.BundledDir, Packs: in.Packs,
+// returns the effective roles sorted by name (none with DiagnosticsOnly)
+// and their number, the diagnostics, and the digest of every role file
+// and package.json read.
+func compileRoles(schema *cue.Schema, in RoleInput) (roles []manifest.Role, effective int, diags []Diagnostic, sources []manifest.Source) {
+	// Each file is read, parsed and let go of by one worker, so the
+	// files of a large tree are never all in memory at once.
+	found, problems := profiles.ListRoles(profiles.RoleSources{BundledDir: in.BundledDir, Packs: in.Packs,
 		AgentDir: in.AgentDir, Cwd: in.Cwd, Trusted: in.Trusted, Overlay: in.Overlay})
 	diags = append(diags, problems...)
 	defs := make([]roleDef, len(found.Files))
 	fileDiags := make([][]Diagnostic, len(found.Files))
-	digests := make([]string, len(found.Files))
+	var digests []string
+	if !in.NoDigests {
+		digests = make([]string, len(found.Files))
+	}
 	forEachParallel(schema, len(found.Files), in.Workers, func(s *cue.Schema, i int) {
-		p := roleParser{schema: s}
-		defs[i], fileDiags[i] = p.parse(found.Files[i])
-		if f := found.Files[i]; f.Data != nil && !in.NoDigests {
-			digests[i] = manifest.Digest(f.Data)
-			defs[i].role.SHA256 = digests[i]
+		f := &found.Files[i]
+		data, readProblem := profiles.ReadRole(in.Overlay, *f)
+		f.Data = data
+		p := roleParser{schema: s, diagnosticsOnly: in.DiagnosticsOnly}
+		defs[i], fileDiags[i] = p.parse(f)
+		f.Data = nil
+		if readProblem != nil {
+			fileDiags[i] = append([]Diagnostic{*readProblem}, fileDiags[i]...)
+		}
+		if data != nil && digests != nil {
+			digests[i] = manifest.Digest(data)
+			if defs[i].role != nil {
+				defs[i].role.SHA256 = digests[i]
+			}
 		}
 	})
-	for i, f := range found.Files {
-		if digests[i] != "" {
-			sources = append(sources, manifest.Source{Path: f.Path, SHA256: digests[i]})
+	for i := range defs {
+		if digests != nil && digests[i] != "" {
+			sources = append(sources, manifest.Source{Path: defs[i].file.Path, SHA256: digests[i]})
 		}
 		diags = append(diags, fileDiags[i]...)
 	}
@@ -131,22 +151,25 @@ func compileRoles(schema *cue.Schema, in RoleInput) (roles []manifest.Role, diag
 			sources = append(sources, manifest.Source{Path: pkg.Path, SHA256: manifest.Digest(pkg.Data)})
 		}
 	}
-	roles, layerDiags := layerRoles(defs)
+	roles, effective, layerDiags := layerRoles(defs)
 	diags = append(diags, layerDiags...)
 	slices.SortFunc(sources, func(a, b manifest.Source) int { return strings.Compare(a.Path, b.Path) })
 	sources = slices.Compact(sources)
-	return roles, SortDiagnostics(diags), sources
+	return roles, effective, SortDiagnostics(diags), sources
 }
 
 type roleParser struct {
 	schema *cue.Schema
+	// diagnosticsOnly leaves out the manifest entry (roleDef.role), which
+	// only the diagnostics' caller would discard.
+	diagnosticsOnly bool
 }
 
 // parse validates one role file. Checks run in pi-herdr-agents' order (read,
 // cli, frontmatter, then fields), but all field problems of a file are
 // reported in the same run. Every diagnostic names the role the file
 // defines, so an exact-name lookup finds it.
-func (p *roleParser) parse(f profiles.RoleFile) (roleDef, []Diagnostic) {
+func (p *roleParser) parse(f *profiles.RoleFile) (roleDef, []Diagnostic) {
 	def, diags := p.parseFile(f)
 	for i := range diags {
 		diags[i].Subject = def.name
@@ -155,7 +178,7 @@ func (p *roleParser) parse(f profiles.RoleFile) (roleDef, []Diagnostic) {
 	return def, diags
 }
 
-func (p *roleParser) parseFile(f profiles.RoleFile) (roleDef, []Diagnostic) {
+func (p *roleParser) parseFile(f *profiles.RoleFile) (roleDef, []Diagnostic) {
 	def := roleDef{file: f, name: f.Stem}
 	if f.Data == nil {
 		return def, nil // discovery reported why
@@ -208,7 +231,7 @@ func (p *roleParser) parseFile(f profiles.RoleFile) (roleDef, []Diagnostic) {
 	if pack {
 		def.name = f.Stem // the stem is canonical for packs
 	} else if n, ok := fields["name"].(string); ok {
-		def.name = n
+		def.name = strings.Clone(n) // not the frontmatter's copy, which def would keep alive
 	}
 	diags = append(diags, fieldDiags...)
 	valid := encodingOK && !HasErrors(fieldDiags)
@@ -244,8 +267,9 @@ func (p *roleParser) parseFile(f profiles.RoleFile) (roleDef, []Diagnostic) {
 			"add description: <one sentence> to the frontmatter")
 	}
 	def.valid = valid
-	if valid {
-		def.role = buildRole(f, def.name, fields, body)
+	if valid && !p.diagnosticsOnly {
+		r := buildRole(f, def.name, fields, body)
+		def.role = &r
 	}
 	return def, diags
 }
@@ -408,7 +432,7 @@ func lineReadingDiags(path, name string, yaml []byte, start int, fields map[stri
 }
 
 // buildRole turns validated fields into a manifest entry.
-func buildRole(f profiles.RoleFile, name string, fields map[string]any, body string) manifest.Role {
+func buildRole(f *profiles.RoleFile, name string, fields map[string]any, body string) manifest.Role {
 	str := func(k string) string { s, _ := fields[k].(string); return s }
 	flag := func(k string) *bool {
 		if b, ok := fields[k].(bool); ok {
@@ -448,11 +472,19 @@ func commaList(s string) []string {
 
 // layerRoles applies pi-herdr-agents' collection order (bundled, packs,
 // global, project; later layers win) and the package-layer collision rules.
-func layerRoles(defs []roleDef) ([]manifest.Role, []Diagnostic) {
+// It returns the effective roles of the defs that carry one (see
+// roleDef.role) and the number of effective roles.
+func layerRoles(defs []roleDef) ([]manifest.Role, int, []Diagnostic) {
 	var diags []Diagnostic
-	catalog := map[string]manifest.Role{} // the current role of each name while layers are applied
-	bundled := map[string]string{}        // name -> bundled path, valid or not
-	apply := func(d roleDef) {
+	// layered is the current definition of a name while layers are
+	// applied, and the paths of the definitions it replaced.
+	type layered struct {
+		def       *roleDef
+		overrides []string
+	}
+	catalog := map[string]layered{}
+	bundled := map[string]string{} // name -> bundled path, valid or not
+	apply := func(d *roleDef) {
 		if d.ignored {
 			return
 		}
@@ -463,23 +495,25 @@ func layerRoles(defs []roleDef) ([]manifest.Role, []Diagnostic) {
 			delete(catalog, d.name)
 			return
 		}
-		r := d.role
+		r := layered{def: d}
 		if hasPrev {
-			if prev.Layer == r.Layer {
+			prevPath := prev.def.file.Path
+			if prev.def.file.Layer == d.file.Layer {
 				diags = append(diags, Diagnostic{Severity: Warning, Code: "duplicate-role-name", File: d.file.Path,
 					Message: fmt.Sprintf("Role %q is defined twice in the %s layer: %s and %s; the second wins",
-						d.name, d.file.Layer, prev.Path, d.file.Path),
+						d.name, d.file.Layer, prevPath, d.file.Path),
 					Hint: "give each role file a distinct name", Subject: d.name,
-					Related: []Related{{File: prev.Path, Note: "the first definition, which this one replaces"}}})
+					Related: []Related{{File: prevPath, Note: "the first definition, which this one replaces"}}})
 			}
-			r.Overrides = append(slices.Clone(prev.Overrides), prev.Path)
+			r.overrides = append(slices.Clone(prev.overrides), prevPath)
 		}
 		catalog[d.name] = r
 	}
 
 	var packNames []string
-	packDefs := map[string][]roleDef{}
-	for _, d := range defs {
+	packDefs := map[string][]*roleDef{}
+	for i := range defs {
+		d := &defs[i]
 		switch d.file.Layer {
 		case profiles.LayerBundled:
 			if !d.ignored {
@@ -534,22 +568,26 @@ func layerRoles(defs []roleDef) ([]manifest.Role, []Diagnostic) {
 		apply(ds[0])
 	}
 	for _, layer := range []string{profiles.LayerGlobal, profiles.LayerProject} {
-		for _, d := range defs {
-			if d.file.Layer == layer {
-				apply(d)
+		for i := range defs {
+			if defs[i].file.Layer == layer {
+				apply(&defs[i])
 			}
 		}
 	}
 
-	roles := make([]manifest.Role, 0, len(catalog))
-	for _, r := range catalog {
-		roles = append(roles, r)
+	var roles []manifest.Role
+	for _, l := range catalog {
+		if l.def.role != nil {
+			r := *l.def.role
+			r.Overrides = l.overrides
+			roles = append(roles, r)
+		}
 	}
 	slices.SortFunc(roles, func(a, b manifest.Role) int { return strings.Compare(a.Name, b.Name) })
-	return roles, diags
+	return roles, len(catalog), diags
 }
 
-func providerHint(f profiles.RoleFile) string {
+func providerHint(f *profiles.RoleFile) string {
 	switch {
 	case f.Provider == "":
 		return "contributed by a role pack without a package.json name"

@@ -147,7 +147,7 @@ func TestRoleFixtures(t *testing.T) {
 	for _, path := range paths {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
 			f := loadRoleFixture(t, path)
-			roles, diags, sources := compileRoles(schema, f.input)
+			roles, _, diags, sources := compileRoles(schema, f.input)
 			got := renderRoles(f.tree, roles, diags, sources)
 			golden.Section(t, path, f.archive, "want", got)
 			golden.SaveArchive(t, path, f.archive)
@@ -160,8 +160,8 @@ func TestRoleFixtures(t *testing.T) {
 func TestRoleDeterministic(t *testing.T) {
 	schema := loadSchema(t)
 	f := loadRoleFixture(t, "../testdata/roles/layers.txtar")
-	r1, d1, s1 := compileRoles(schema, f.input)
-	r2, d2, s2 := compileRoles(schema, f.input)
+	r1, _, d1, s1 := compileRoles(schema, f.input)
+	r2, _, d2, s2 := compileRoles(schema, f.input)
 	if diff := cmp.Diff(renderRoles(f.tree, r1, d1, s1), renderRoles(f.tree, r2, d2, s2)); diff != "" {
 		t.Errorf("second compile differs:\n%s", diff)
 	}
@@ -170,7 +170,7 @@ func TestRoleDeterministic(t *testing.T) {
 // parseOne validates a single role file given as text in the given layer.
 func parseOne(t *testing.T, schema *cue.Schema, layer, stem, text string) (roleDef, []Diagnostic) {
 	t.Helper()
-	return (&roleParser{schema: schema}).parse(profiles.RoleFile{Layer: layer, Path: "/r/" + stem + ".md", Stem: stem, Data: []byte(text)})
+	return (&roleParser{schema: schema}).parse(&profiles.RoleFile{Layer: layer, Path: "/r/" + stem + ".md", Stem: stem, Data: []byte(text)})
 }
 
 func codes(ds []Diagnostic) []string {
@@ -212,7 +212,7 @@ func TestRoleFields(t *testing.T) {
 			if HasErrors(diags) || !def.valid {
 				t.Fatalf("unexpected errors: %v", diags)
 			}
-			got := def.role
+			got := *def.role
 			got.Name, got.Layer, got.Path, got.SHA256 = "", "", "", ""
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("role mismatch (-want +got):\n%s", diff)
@@ -385,7 +385,7 @@ func TestRoleExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	roles, diags, sources := compileRoles(schema, RoleInput{
+	roles, _, diags, sources := compileRoles(schema, RoleInput{
 		Packs:    []string{filepath.Join(root, "rolepack", "roles")},
 		AgentDir: filepath.Join(root, "agent"),
 		Cwd:      filepath.Join(root, "project", "service"),
@@ -442,7 +442,7 @@ func BenchmarkCompileRoles1000(b *testing.B) {
 		AgentDir: filepath.Join(root, "agent"), Cwd: filepath.Join(root, "project"), Trusted: true}
 	b.ResetTimer()
 	for b.Loop() {
-		roles, diags, _ := compileRoles(schema, in)
+		roles, _, diags, _ := compileRoles(schema, in)
 		if len(roles) != 800 || len(diags) != 0 {
 			b.Fatalf("got %d roles, %d diagnostics", len(roles), len(diags))
 		}
@@ -468,7 +468,7 @@ func FuzzRoleFrontmatter(f *testing.F) {
 		}
 		const path = "/fuzz/role.md"
 		began := time.Now()
-		def, diags := p.parse(profiles.RoleFile{Layer: layer, Path: path, Stem: "role", Data: data})
+		def, diags := p.parse(&profiles.RoleFile{Layer: layer, Path: path, Stem: "role", Data: data})
 		if d := time.Since(began); d > 5*time.Second {
 			t.Fatalf("parsing %d bytes took %v", len(data), d) // a pathological input must not stall a compile
 		}
@@ -478,7 +478,7 @@ func FuzzRoleFrontmatter(f *testing.F) {
 			if HasErrors(diags) {
 				t.Fatalf("valid role with errors: %v", diags)
 			}
-			r := def.role
+			r := *def.role
 			if r.Name != def.name || r.Name == "" || !utf8.ValidString(r.Body) || r.Body != strings.TrimSpace(r.Body) {
 				t.Fatalf("bad role %+v", r)
 			}

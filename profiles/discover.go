@@ -11,9 +11,21 @@ import (
 // working directory. The result is in precedence order: later scopes
 // override earlier ones.
 func DiscoverProfiles(env Env, trusted bool) []ScopeProfiles {
+	out := ListProfiles(env, trusted)
+	for _, sp := range out {
+		forEach(len(sp.Entries), func(i int) { ReadEntry(env.Overlay, &sp.Entries[i]) })
+	}
+	return out
+}
+
+// ListProfiles is DiscoverProfiles without reading the entries' files:
+// a caller that handles one entry at a time reads each with ReadEntry and
+// can let go of its contents before reading the next, instead of holding
+// every file of the tree at once.
+func ListProfiles(env Env, trusted bool) []ScopeProfiles {
 	var out []ScopeProfiles
 	if !env.ProjectOnly {
-		out = append(out, scanProfiles(env.GlobalProfilesDir(), Global, env.Overlay))
+		out = append(out, listProfiles(env.GlobalProfilesDir(), Global, env.Overlay))
 	}
 	if !trusted {
 		return out
@@ -23,7 +35,7 @@ func DiscoverProfiles(env Env, trusted bool) []ScopeProfiles {
 		if filepath.Clean(pd) == filepath.Clean(env.GlobalProfilesDir()) {
 			continue // the agent dir may live inside the project tree
 		}
-		out = append(out, scanProfiles(pd, Project, env.Overlay))
+		out = append(out, listProfiles(pd, Project, env.Overlay))
 	}
 	return out
 }

@@ -71,7 +71,30 @@ type Roles struct {
 // DiscoverRoles finds and reads role definitions in every layer. It never
 // stops at a bad file: each problem is reported and discovery continues.
 func DiscoverRoles(src RoleSources) (Roles, []diag.Diagnostic) {
-	d := &roleDiscovery{packages: map[string]packageIdentity{}, overlay: src.Overlay}
+	return discoverRoles(src, true)
+}
+
+// ListRoles is DiscoverRoles without reading the role files: every Data is
+// nil, and a caller that handles one file at a time reads each with
+// ReadRole, so the tree's files are never all held at once. Its problems
+// leave out those of reading a role file, which ReadRole returns.
+func ListRoles(src RoleSources) (Roles, []diag.Diagnostic) {
+	return discoverRoles(src, false)
+}
+
+// ReadRole reads a role file that ListRoles listed, through ov. A file
+// that cannot be read yields nil data and the problem DiscoverRoles would
+// have reported for it.
+func ReadRole(ov Overlay, f RoleFile) ([]byte, *diag.Diagnostic) {
+	data, p := readRoleFile(ov, f.Path)
+	if p != nil {
+		roleProblem(p, f.Layer, f.Stem, packageIdentity{f.Provider, f.ProviderVersion})
+	}
+	return data, p
+}
+
+func discoverRoles(src RoleSources, read bool) (Roles, []diag.Diagnostic) {
+	d := &roleDiscovery{packages: map[string]packageIdentity{}, overlay: src.Overlay, read: read}
 	if src.BundledDir != "" {
 		dir := src.BundledDir
 		if !filepath.IsAbs(dir) {
@@ -96,6 +119,7 @@ type roleDiscovery struct {
 	problems []diag.Diagnostic
 	packages map[string]packageIdentity // by start directory
 	overlay  Overlay
+	read     bool // read the role files (DiscoverRoles), or only list them (ListRoles)
 }
 
 type packageIdentity struct {
@@ -129,12 +153,20 @@ func (d *roleDiscovery) layerDir(layer, dir string, required bool) {
 		data []byte
 		p    *diag.Diagnostic
 	}
-	reads := make([]read, len(names))
-	forEach(len(names), func(i int) {
-		reads[i].data, reads[i].p = readRoleFile(d.overlay, filepath.Join(dir, names[i]))
-	})
+	var reads []read
+	if d.read {
+		reads = make([]read, len(names))
+		forEach(len(names), func(i int) {
+			reads[i].data, reads[i].p = readRoleFile(d.overlay, filepath.Join(dir, names[i]))
+		})
+	}
+	d.out.Files = slices.Grow(d.out.Files, len(names))
 	for i, name := range names {
-		d.recordRole(layer, filepath.Join(dir, name), packageIdentity{}, reads[i].data, reads[i].p)
+		var r read
+		if reads != nil {
+			r = reads[i]
+		}
+		d.recordRole(layer, filepath.Join(dir, name), packageIdentity{}, r.data, r.p)
 	}
 }
 
@@ -240,23 +272,34 @@ func packageLabel(name, version string) string {
 // An unreadable file is still listed (with nil Data) so that the compiler
 // can keep it from silently falling back to a lower layer.
 func (d *roleDiscovery) readRole(layer, path string, id packageIdentity) {
-	data, p := readRoleFile(d.overlay, path)
+	var data []byte
+	var p *diag.Diagnostic
+	if d.read {
+		data, p = readRoleFile(d.overlay, path)
+	}
 	d.recordRole(layer, path, id, data, p)
 }
 
-// recordRole adds a role file that readRoleFile read.
+// recordRole adds a role file that readRoleFile read (or, listing only,
+// did not).
 func (d *roleDiscovery) recordRole(layer, path string, id packageIdentity, data []byte, p *diag.Diagnostic) {
 	stem := strings.TrimSuffix(filepath.Base(path), ".md")
 	rf := RoleFile{Layer: layer, Path: path, Stem: stem, Provider: id.name, ProviderVersion: id.version}
 	if p != nil {
-		p.Subject = stem
-		if layer == LayerPackage && id.name != "" {
-			p.Hint += "; " + providerHint(id)
-		}
+		roleProblem(p, layer, stem, id)
 		d.problem(*p)
 	}
 	rf.Data = data
 	d.out.Files = append(d.out.Files, rf)
+}
+
+// roleProblem completes the problem of reading a role file: its subject is
+// the role the file names, and a pack's file says which package it is from.
+func roleProblem(p *diag.Diagnostic, layer, stem string, id packageIdentity) {
+	p.Subject = stem
+	if layer == LayerPackage && id.name != "" {
+		p.Hint += "; " + providerHint(id)
+	}
 }
 
 // readRoleFile reads a regular file of at most MaxRoleFileBytes.
@@ -286,16 +329,24 @@ func readRoleFile(ov Overlay, path string) ([]byte, *diag.Diagnostic) {
 // localeCompare; byte order is the locale-independent choice and only
 // matters within one layer.
 func mdChildren(dir string, ov Overlay) ([]string, error) {
-	entries, err := os.ReadDir(dir)
+	// Names only: a DirEntry per file would cost an allocation each in a
+	// directory of thousands of roles, and the type is not needed here.
+	f, err := os.Open(dir)
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".md") {
-			names = append(names, e.Name())
+	all, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	names := all[:0]
+	for _, n := range all {
+		if strings.HasSuffix(n, ".md") {
+			names = append(names, n)
 		}
 	}
+	clear(all[len(names):])
 	// Unsaved role files not on disk yet (facets lsp).
 	for _, p := range ov.unlisted(dir, func(rel string) bool { return !strings.Contains(rel, "/") && strings.HasSuffix(rel, ".md") }) {
 		if n := filepath.Base(p); !slices.Contains(names, n) {

@@ -99,6 +99,13 @@ func ScanProfiles(dir string, scope Scope) ScopeProfiles {
 
 // scanProfiles is ScanProfiles reading files through ov.
 func scanProfiles(dir string, scope Scope, ov Overlay) ScopeProfiles {
+	out := listProfiles(dir, scope, ov)
+	forEach(len(out.Entries), func(i int) { ReadEntry(ov, &out.Entries[i]) })
+	return out
+}
+
+// listProfiles is scanProfiles without reading the entries' files.
+func listProfiles(dir string, scope Scope, ov Overlay) ScopeProfiles {
 	out := ScopeProfiles{Scope: scope, Dir: dir}
 	des, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -171,12 +178,16 @@ func scanProfiles(dir string, scope Scope, ov Overlay) ScopeProfiles {
 		}
 	}
 	slices.Sort(names)
+	out.Entries = make([]Entry, 0, len(names))
 	for _, name := range names {
 		c := byName[name]
 		e := Entry{Name: name, Scope: scope}
 		switch {
 		case c.dir != "":
 			e.Form, e.Dir, e.ConfigPath = Directory, c.dir, filepath.Join(c.dir, "config.json")
+			if len(e.ConfigPath) > len(c.dir) && e.ConfigPath[:len(c.dir)] == c.dir {
+				e.Dir = e.ConfigPath[:len(c.dir)] // one string for both, not two, for every profile of a large tree
+			}
 		default:
 			e.Form, e.Dir, e.ConfigPath = Legacy, dir, c.legacy
 		}
@@ -193,16 +204,19 @@ func scanProfiles(dir string, scope Scope, ov Overlay) ScopeProfiles {
 		}
 		out.Entries = append(out.Entries, e)
 	}
-	forEach(len(out.Entries), func(i int) {
-		e := &out.Entries[i]
-		if len(e.Problems) == 0 {
-			e.Config, e.Problems = readLimited(ov, e.ConfigPath, MaxConfigBytes, e.Name, "config")
-		}
-		if len(e.Problems) == 0 && e.Form == Directory {
-			e.Instructions, e.Problems = readInstructions(ov, filepath.Join(e.Dir, "instructions.md"), e.Name)
-		}
-	})
 	return out
+}
+
+// ReadEntry reads the files of an entry that ListProfiles returned (its
+// config.json and instructions.md, through ov), as ScanProfiles does for
+// every entry; a file that cannot be used adds a problem instead.
+func ReadEntry(ov Overlay, e *Entry) {
+	if len(e.Problems) == 0 {
+		e.Config, e.Problems = readLimited(ov, e.ConfigPath, MaxConfigBytes, e.Name, "config")
+	}
+	if len(e.Problems) == 0 && e.Form == Directory {
+		e.Instructions, e.Problems = readInstructions(ov, filepath.Join(e.Dir, "instructions.md"), e.Name)
+	}
 }
 
 // entryMode returns the type of a directory entry, following symlinks. The

@@ -12,7 +12,7 @@ import (
 )
 
 func newCheckCmd(a *app) *cobra.Command {
-	src := sourceFlags{noDigests: true}
+	src := sourceFlags{noDigests: true, diagnosticsOnly: true}
 	var rep reportFlags
 	cmd := &cobra.Command{
 		Use:   "check [PROFILE...]",

@@ -29,6 +29,9 @@ type sourceFlags struct {
 	// noDigests is set by check, which discards the manifest, and by the
 	// Pi startup plan, which reads no digest (compiler.Options.NoDigests).
 	noDigests bool
+	// diagnosticsOnly is set by check, which reads nothing but the
+	// diagnostics (compiler.Options.DiagnosticsOnly).
+	diagnosticsOnly bool
 }
 
 func (f *sourceFlags) register(a *app, cmd *cobra.Command) {
@@ -103,7 +106,8 @@ func (f *sourceFlags) compile(names []string) (*manifest.Manifest, []compiler.Di
 	}
 	opts.Names = names
 	opts.NoDigests = f.noDigests
-	defer lazyGC()()
+	opts.DiagnosticsOnly = f.diagnosticsOnly
+	defer lazyGC(f.diagnosticsOnly)()
 	schema, err := cue.Load()
 	if err != nil {
 		return nil, nil, opts, err
