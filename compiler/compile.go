@@ -308,19 +308,19 @@ func (c *compilation) sourceList() []manifest.Source {
 // names, in name order.
 func (c *compilation) profiles(trusted bool) (ps []manifest.Profile, compiled []string) {
 	scopes := profiles.ListProfiles(c.env, trusted)
-	var entries []profiles.Entry
-	counts := make([]int, len(scopes))
-	for i := range scopes {
-		if len(scopes) == 1 {
-			entries = scopes[i].Entries
-		} else {
-			entries = append(entries, scopes[i].Entries...)
-		}
-		counts[i] = len(scopes[i].Entries)
-		scopes[i].Entries = nil // entries holds them now
+	// Entries are numbered across the scopes, in precedence order; first[s]
+	// is the number of scopes[s]'s first entry.
+	first := make([]int, len(scopes)+1)
+	for s := range scopes {
+		first[s+1] = first[s] + scopes[s].Len()
 	}
-	checked := c.validateAll(entries, trusted)
-	effective := map[string]int{} // name -> index in entries of the definition in use
+	at := func(i int) (*profiles.ProfileList, int) {
+		s, _ := slices.BinarySearch(first, i+1)
+		return &scopes[s-1], i - first[s-1]
+	}
+	configPath := func(i int) string { l, j := at(i); return l.ConfigPath(j) }
+	checked := c.validateAll(first[len(scopes)], func(i int) profiles.Entry { l, j := at(i); return l.Entry(j) }, trusted)
+	effective := map[string]int{} // name -> number of the definition in use
 	shadowed := map[string][]string{}
 	// broken holds, per name, the diagnostics of invalid definitions that
 	// no valid nearer definition has replaced yet. A valid nearer one makes
@@ -328,18 +328,19 @@ func (c *compilation) profiles(trusted bool) (ps []manifest.Profile, compiled []
 	// block the profile that is actually used.
 	broken := map[string][]Diagnostic{}
 	i := 0
-	for si, sp := range scopes {
+	for si := range scopes {
+		sp := &scopes[si]
 		c.diags = append(c.diags, sp.Problems...)
-		for range counts[si] {
-			e, ce := &entries[i], checked[i].detail()
+		for j := range sp.Len() {
+			name, ce := sp.Name(j), checked[i].detail()
 			valid, readable := checked[i].valid, checked[i].readable
 			i++
 			for path, d := range ce.digests {
 				c.sources[path] = d
 			}
-			prev, hasPrev := effective[e.Name]
+			prev, hasPrev := effective[name]
 			if hasPrev {
-				shadowed[e.Name] = append(shadowed[e.Name], entries[prev].ConfigPath)
+				shadowed[name] = append(shadowed[name], configPath(prev))
 			}
 			if !valid {
 				ds := ce.diags
@@ -348,22 +349,25 @@ func (c *compilation) profiles(trusted bool) (ps []manifest.Profile, compiled []
 					ds = append(ds, ce.resolved.diags...)
 				}
 				if hasPrev {
-					prevPath := entries[prev].ConfigPath
-					ds = append(ds, Diagnostic{Severity: Warning, Code: "masked-profile", File: e.ConfigPath, Subject: e.Name,
-						Message: fmt.Sprintf("invalid profile '%s' hides the same-named profile at %s", e.Name, prevPath),
+					prevPath, path := configPath(prev), sp.ConfigPath(j)
+					ds = append(ds, Diagnostic{Severity: Warning, Code: "masked-profile", File: path, Subject: name,
+						Message: fmt.Sprintf("invalid profile '%s' hides the same-named profile at %s", name, prevPath),
 						Hint:    "fix this definition or remove it to use the broader one",
 						Related: []Related{{File: prevPath, Note: "the same-named profile this definition hides"}}})
 				}
-				broken[e.Name] = append(broken[e.Name], ds...)
-				delete(effective, e.Name)
+				broken[name] = append(broken[name], ds...)
+				delete(effective, name)
 				continue
 			}
 			c.diags = append(c.diags, ce.diags...)
-			for _, d := range broken[e.Name] {
-				c.diag(maskedDiag(d, e.ConfigPath))
+			if bs := broken[name]; len(bs) > 0 {
+				path := sp.ConfigPath(j)
+				for _, d := range bs {
+					c.diag(maskedDiag(d, path))
+				}
 			}
-			delete(broken, e.Name)
-			effective[e.Name] = i - 1
+			delete(broken, name)
+			effective[name] = i - 1
 		}
 	}
 	for _, ds := range broken {
@@ -371,7 +375,7 @@ func (c *compilation) profiles(trusted bool) (ps []manifest.Profile, compiled []
 	}
 	layout := profiles.LayoutProblems(c.env, trusted)
 	c.diags = append(c.diags, layout...)
-	c.foundProfiles = len(entries) > 0 || len(layout) > 0
+	c.foundProfiles = first[len(scopes)] > 0 || len(layout) > 0
 	names := make([]string, 0, len(effective))
 	for n := range effective {
 		names = append(names, n)
@@ -459,10 +463,11 @@ const parallelMin = 64
 // replaces it, so that its files and parse can be let go of at once rather
 // than held for the whole tree: the compile then keeps only what
 // precedence and the diagnostics need.
-func (c *compilation) validateAll(entries []profiles.Entry, trusted bool) []checkedEntry {
-	out := make([]checkedEntry, len(entries))
-	forEachParallel(c.schema, len(entries), c.workers, func(s *cue.Schema, i int) {
-		e := &entries[i]
+func (c *compilation) validateAll(n int, entry func(i int) profiles.Entry, trusted bool) []checkedEntry {
+	out := make([]checkedEntry, n)
+	forEachParallel(c.schema, n, c.workers, func(s *cue.Schema, i int) {
+		ent := entry(i)
+		e := &ent
 		profiles.ReadEntry(c.env.Overlay, e)
 		v := validator{schema: s}
 		cand, valid := v.validateEntry(*e)
@@ -496,7 +501,6 @@ func (c *compilation) validateAll(entries []profiles.Entry, trusted bool) []chec
 		if more.diags != nil || more.digests != nil || more.resolved.p != nil || more.resolved.diags != nil || more.resolved.sources != nil {
 			ce.more = &more
 		}
-		e.Config, e.Instructions = nil, nil
 		out[i] = ce
 	})
 	return out
