@@ -24,7 +24,8 @@ var (
 	ErrSecretOnArgv     = errors.New("refusing to put a secret on a command line")
 	// ErrLaunchPending is an agent start that ran out of time while Herdr
 	// still counted the launch as pending (launch_pending, not
-	// interactive_ready), whatever state Pi itself reported.
+	// interactive_ready), whatever state Pi itself reported: herdr's own
+	// timeout answer, or no answer while agent get shows the launch pending.
 	ErrLaunchPending = errors.New("the agent is still launch_pending in Herdr")
 )
 
@@ -346,9 +347,9 @@ func AgentName(runID string) string {
 // herdr itself waits, up to Timeouts.Ready (60 s), until Pi is detected
 // and ready for input, so a nil error means the agent is ready. When that
 // wait ends without an answer (herdr's timeout, or no answer within
-// Timeouts.Start), the pane is asked once more, and an agent Herdr still
-// holds as launch_pending is reported as ErrLaunchPending with its state
-// and the timeout.
+// Timeouts.Start), the pane is asked once more: herdr's timeout, or a
+// launch Herdr still holds as launch_pending, is ErrLaunchPending with
+// Pi's reported state and the timeout.
 func (c *CLI) StartAgent(ctx context.Context, h Handle, spec AgentSpec) (Handle, error) {
 	const command = "agent start"
 	if h.PaneID == "" {
@@ -387,11 +388,17 @@ func (c *CLI) StartAgent(ctx context.Context, h Handle, spec AgentSpec) (Handle,
 	return h, nil
 }
 
-// startTimedOut explains an agent start that ran out of time: Herdr issue
-// 3853 is a Pi started through agent start with Herdr's Pi lifecycle
-// integration that reports idle but stays launch_pending, so herdr's CLI
-// waits for interactive_ready until its timeout and agent prompt answers
-// agent_not_ready. One agent get of the pane tells that state apart.
+// startTimedOut explains an agent start that ran out of time. herdr's own
+// `timeout` means its wait for interactive_ready ran out while Herdr still
+// held the launch as launch_pending, and Herdr has dropped the launch by
+// the time the CLI answers (its last agent get reconciles the deadline:
+// src/cli/agent.rs wait_for_named_agent, src/terminal/state.rs
+// reconcile_managed_agent_at), so a later agent get no longer shows
+// launch_pending; it only tells what Pi reported. Herdr issue 3853 is a Pi
+// with Herdr's lifecycle integration that reports idle but never becomes
+// interactive_ready. Without herdr's answer (Timeouts.Start ran out
+// first) the launch is still Herdr's, and agent get shows whether it is
+// still pending.
 func (c *CLI) startTimedOut(ctx context.Context, h Handle, ready time.Duration, err error) error {
 	const command = "agent start"
 	res, getErr := c.run(ctx, "agent get", c.timeout(func(t Timeouts) time.Duration { return t.Status }),
@@ -404,11 +411,21 @@ func (c *CLI) startTimedOut(ctx context.Context, h Handle, ready time.Duration, 
 			InteractiveReady bool   `json:"interactive_ready"`
 		} `json:"agent"`
 	}
-	if getErr == nil && decodeResult(res.Stdout, &info) == nil && info.Agent != nil && info.Agent.PaneID == h.PaneID && info.Agent.LaunchPending && !info.Agent.InteractiveReady {
-		return fmt.Errorf("herdr %s: %w: pane %s reports agent_status %q with launch_pending and without interactive_ready after the %s start timeout, so Herdr never counted the launch as started and no task was sent (a Pi with Herdr's lifecycle integration started through agent start can stay launch_pending once idle: Herdr issue 3853): %w",
-			command, ErrLaunchPending, h.PaneID, info.Agent.AgentStatus, ready, err)
+	known := getErr == nil && decodeResult(res.Stdout, &info) == nil && info.Agent != nil && info.Agent.PaneID == h.PaneID
+	herdrTimedOut := hasCode(err, "timeout")
+	if !herdrTimedOut && !(known && info.Agent.LaunchPending && !info.Agent.InteractiveReady) {
+		return fmt.Errorf("herdr %s: Pi was not ready within the %s start timeout: %w", command, ready, err)
 	}
-	return fmt.Errorf("herdr %s: Pi was not ready within the %s start timeout: %w", command, ready, err)
+	state := "no agent is known in the pane"
+	if known {
+		state = fmt.Sprintf("pane %s reports agent_status %q", h.PaneID, info.Agent.AgentStatus)
+	}
+	hint := ""
+	if known && (info.Agent.AgentStatus == "idle" || info.Agent.AgentStatus == "done") {
+		hint = " (a Pi with Herdr's lifecycle integration started through agent start can report idle yet stay launch_pending: Herdr issue 3853)"
+	}
+	return fmt.Errorf("herdr %s: %w: Herdr held the launch in pane %s as launch_pending, never interactive_ready, until the %s start timeout ran out, so no task was sent; %s%s: %w",
+		command, ErrLaunchPending, h.PaneID, ready, state, hint, err)
 }
 
 func decodeResult(stdout []byte, v any) error {

@@ -540,6 +540,15 @@ func TestStartAgentLaunchPending(t *testing.T) {
 			if !errors.Is(err, ErrLaunchPending) || !strings.Contains(msg, "launch_pending") || !strings.Contains(msg, timeouts.Ready.String()) || !strings.Contains(msg, "3853") {
 				t.Errorf("StartAgent = %v; want ErrLaunchPending naming launch_pending, the %s timeout and Herdr issue 3853", err, timeouts.Ready)
 			}
+			// Herdr drops the launch at its deadline, before herdr's CLI
+			// answers timeout (wait_for_named_agent's last agent get):
+			// afterwards the pane shows neither launch_pending nor
+			// interactive_ready, and the name is free.
+			if timeouts.Start == 0 {
+				if out := f.Run("agent", "get", h.PaneID); strings.Contains(out, "launch_pending") || strings.Contains(out, "interactive_ready") || strings.Contains(out, `"name"`) {
+					t.Errorf("agent get after herdr's timeout = %s; want the launch dropped", out)
+				}
+			}
 		})
 	}
 }

@@ -22,8 +22,10 @@ import (
 // spawn_named_server, tests/support/mod.rs), for the real binary and for
 // the fake alike.
 
-// fakeSettle is how long the fake keeps a started agent launch_pending.
-const fakeSettle = 300 * time.Millisecond
+// fakeSettle is how long the fake keeps a started agent launch_pending:
+// long enough for the checks made meanwhile on a loaded machine, shorter
+// than the real 3 s.
+const fakeSettle = time.Second
 
 // serverOptions vary one server of the suite.
 type serverOptions struct {
@@ -84,7 +86,7 @@ func inheritedEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "HERDR_") || k == "FAKEHERDR_STATE" || k == "XDG_CONFIG_HOME" || k == "XDG_RUNTIME_DIR" || k == "SHELL" || k == "PATH" {
+		if strings.HasPrefix(k, "HERDR_") || k == "FAKEHERDR_STATE" || k == "XDG_CONFIG_HOME" || k == "XDG_RUNTIME_DIR" || k == "XDG_STATE_HOME" || k == "SHELL" || k == "PATH" {
 			continue
 		}
 		env = append(env, kv)
@@ -95,7 +97,8 @@ func inheritedEnv() []string {
 // startContractServer starts `herdr server` from bin the way Herdr's
 // harness does: its own XDG_CONFIG_HOME whose config.toml says
 // `onboarding = false` (in both herdr/ and herdr-dev/, since a debug build
-// reads the latter: harness.rs app_dir_name), its own XDG_RUNTIME_DIR,
+// reads the latter: harness.rs app_dir_name; plus shell_mode and [update],
+// below), its own XDG_RUNTIME_DIR,
 // HERDR_SOCKET_PATH=<runtime>/herdr.sock, SHELL=/bin/sh and a PATH whose
 // first entry holds the stand-in pi; the server runs in a pseudo-terminal
 // of 24×80 (on Linux; elsewhere detached with null output, as
@@ -114,17 +117,30 @@ func startContractServer(t *testing.T, bin string, fake bool, opts serverOptions
 		work: filepath.Join(base, "work"), piArgs: filepath.Join(base, "pi-args"), prompts: filepath.Join(base, "pi-prompts"), output: &syncBuffer{}}
 	s.socket = filepath.Join(s.runtime, "herdr.sock")
 	config, piBin, state := filepath.Join(base, "config"), filepath.Join(base, "bin"), filepath.Join(base, "fake-state")
-	for _, d := range []string{s.runtime, s.work, piBin, state, filepath.Join(config, "herdr"), filepath.Join(config, "herdr-dev")} {
+	xdgState := filepath.Join(base, "state")
+	for _, d := range []string{s.runtime, s.work, piBin, state, xdgState, filepath.Join(config, "herdr"), filepath.Join(config, "herdr-dev")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
-	toml := "onboarding = false\n"
+	// Beyond the harness's `onboarding = false`, two settings keep a
+	// user's release binary where the harness's debug build is.
+	// shell_mode "non_login" is what "auto" means on Linux (src/pane.rs
+	// shell_mode_uses_login_shell); on macOS auto starts a login shell,
+	// whose /etc/profile (path_helper) moves PATH's first entry, the
+	// stand-in pi, behind /usr/local/bin, where a user's real pi would be
+	// typed into the pane instead. [update]: a release build checks for updates and fetches agent
+	// detection manifests in the background (src/app/mod.rs
+	// auto_updates_enabled is off only in debug builds, which the harness
+	// runs), so that a user's binary neither reaches the network nor
+	// changes how it detects pi during the run.
+	toml := "onboarding = false\n[terminal]\nshell_mode = \"non_login\"\n"
 	if opts.shellDelay > 0 {
 		shell := filepath.Join(piBin, "delayed-shell")
 		writeScript(t, shell, fmt.Sprintf("#!/bin/sh\n/bin/sleep %.1f\nexec /bin/sh\n", opts.shellDelay.Seconds()))
-		toml += fmt.Sprintf("[terminal]\ndefault_shell = %q\nshell_mode = \"non_login\"\n", shell)
+		toml += fmt.Sprintf("default_shell = %q\n", shell)
 	}
+	toml += "[update]\nversion_check = false\nmanifest_check = false\n"
 	for _, app := range []string{"herdr", "herdr-dev"} {
 		if err := os.WriteFile(filepath.Join(config, app, "config.toml"), []byte(toml), 0o600); err != nil {
 			t.Fatal(err)
@@ -151,6 +167,12 @@ func startContractServer(t *testing.T, bin string, fake bool, opts serverOptions
 	s.env = append(inheritedEnv(),
 		"XDG_CONFIG_HOME="+config,
 		"XDG_RUNTIME_DIR="+s.runtime,
+		// Not in the harness: a release build keeps the agent detection
+		// manifests it fetched and plugin state under XDG_STATE_HOME
+		// (src/config/io.rs state_dir, src/detect/manifest_update.rs), so
+		// the user's cache would change how pi is detected; a debug build
+		// reads herdr-dev there, which only Herdr's developers have.
+		"XDG_STATE_HOME="+xdgState,
 		"HERDR_SOCKET_PATH="+s.socket,
 		"SHELL=/bin/sh",
 		"PATH="+piBin+string(os.PathListSeparator)+os.Getenv("PATH"),
@@ -188,13 +210,14 @@ func startContractServer(t *testing.T, bin string, fake bool, opts serverOptions
 		terminateServersOf(bin, s.runtime)
 		os.RemoveAll(base)
 	})
-	for !socketAccepts(s.socket) {
+	// wait_for_socket gives a server 5 s; a user's machine gets 30.
+	for giveUp := time.Now().Add(30 * time.Second); !socketAccepts(s.socket); {
 		select {
 		case <-exited:
 			t.Fatalf("%s server exited before its socket %s appeared: %s", bin, s.socket, s.output.String())
 		case <-time.After(25 * time.Millisecond):
 		}
-		if d, ok := t.Deadline(); ok && time.Until(d) < 5*time.Second {
+		if d, ok := t.Deadline(); ok && time.Until(d) < 5*time.Second || time.Now().After(giveUp) {
 			t.Fatalf("socket did not appear at %s: %s", s.socket, s.output.String())
 		}
 	}

@@ -141,7 +141,22 @@ type Agent struct {
 	// Reported is an agent that only a pane report-agent made known: no
 	// agent process runs in the pane (the shell is in the foreground).
 	Reported bool `json:"reported,omitempty"`
+	// Ready is a managed launch that reached interactive_ready (Herdr's
+	// ManagedAgentPhase::Active); a blocked report afterwards keeps it.
+	Ready bool `json:"ready,omitempty"`
+	// Dropped is a managed launch Herdr ended at its deadline
+	// (reconcile_managed_agent_at in src/terminal/state.rs): the name is
+	// free and the agent is neither launch_pending nor interactive_ready.
+	Dropped bool `json:"dropped,omitempty"`
+	// Unknown is a pane whose process Herdr never detected as an agent,
+	// once its launch was dropped: agent get, list and prompt do not see
+	// it, and the process still holds the pane.
+	Unknown bool `json:"unknown,omitempty"`
 }
+
+// Managed reports whether the agent is a launch of agent start that Herdr
+// still tracks.
+func (a *Agent) Managed() bool { return !a.Reported && !a.Dropped }
 
 // Pending reports whether the agent is still launch_pending at now.
 func (a *Agent) Pending(now int64) bool { return now < a.ReadyAt }

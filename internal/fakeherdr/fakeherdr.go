@@ -176,9 +176,14 @@ func advance(st *fakectl.State, ctl fakectl.Control, now int64) {
 				// clears the managed launch (issue 3853).
 				a.Stuck = true
 			default:
-				a.Status = "idle"
+				a.Status, a.Ready = "idle", true
 			}
 			a.Seq++
+		}
+		if a.EnterAt > 0 && now >= a.EnterAt && a.Status == "blocked" {
+			// Pi reported itself blocked meanwhile: the Enter does not
+			// start a turn, and only Pi's next report changes its state.
+			a.EnterAt = 0
 		}
 		if a.EnterAt > 0 && now >= a.EnterAt {
 			a.Status, a.EnterAt = "working", 0
@@ -399,7 +404,7 @@ func dispatch(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliE
 	case "pane report-agent":
 		return paneReportAgent(rest, st)
 	case "pane process-info":
-		return paneProcessInfo(rest, st)
+		return paneProcessInfo(rest, st, ctl)
 	case "workspace create":
 		return workspaceCreate(rest, st, ctl)
 	case "pane get":
@@ -1069,8 +1074,8 @@ func agentStart(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cl
 			return nil, serverErr("invalid_agent_argument", "agent arguments cannot be encoded safely for the target shell")
 		}
 	}
-	if findAgent(st, name) != nil {
-		return nil, serverErr("agent_name_taken", "agent name %s is already in use", name)
+	if other := findAgent(st, name); other != nil {
+		return nil, nameTaken(st, name, other)
 	}
 	p := st.Panes[paneID]
 	if p == nil {
@@ -1142,8 +1147,13 @@ func (w startWait) wait(dir string, ctl fakectl.Control) (any, *cliError, error)
 				// which frees the name (tests/cli/agents.rs
 				// agent_start_timeout_releases_the_name_for_reuse); the
 				// process still holds the pane.
-				if !p.Agent.Stuck {
-					p.Agent.Name, p.Agent.Status, p.Agent.ReadyAt = "", "unknown", 0
+				// A pi that reported idle (issue 3853) stays a known
+				// agent; one Herdr never detected is no agent at all.
+				p.Agent.Name, p.Agent.Dropped = "", true
+				if p.Agent.Stuck {
+					p.Agent.Status = "idle"
+				} else {
+					p.Agent.Status, p.Agent.ReadyAt, p.Agent.Unknown = "unknown", 0, true
 				}
 				cerr, done = serverErr("timeout", "timed out waiting for agent startup"), true
 			}
@@ -1157,15 +1167,34 @@ func (w startWait) wait(dir string, ctl fakectl.Control) (any, *cliError, error)
 }
 
 func findAgent(st *fakectl.State, target string) *fakectl.Pane {
-	if p := st.Panes[target]; p != nil && p.Agent != nil && !p.Agent.Exited {
+	if p := st.Panes[target]; p != nil && knownAgent(p) {
 		return p
 	}
 	for _, id := range sortedKeys(st.Panes) {
-		if p := st.Panes[id]; p.Agent != nil && !p.Agent.Exited && p.Agent.Name == target {
+		if p := st.Panes[id]; knownAgent(p) && p.Agent.Name == target {
 			return p
 		}
 	}
 	return nil
+}
+
+// nameTaken is agent_name_taken with Herdr's message, which lists the
+// agent holding the name (src/app/agents.rs agent_start_error_body; the
+// status is AgentStatus's Debug form).
+func nameTaken(st *fakectl.State, name string, holder *fakectl.Pane) *cliError {
+	status := publicStatus(st, holder)
+	cwd := holder.Cwd
+	if cwd == "" {
+		cwd = "unknown"
+	}
+	return serverErr("agent_name_taken", "agent name %s is already used; candidates: terminal_id=%s pane_id=%s workspace_id=%s tab_id=%s cwd=%s status=%s",
+		name, holder.TerminalID, holder.ID, holder.WorkspaceID, holder.TabID, cwd, strings.ToUpper(status[:1])+status[1:])
+}
+
+// knownAgent is is_agent_terminal of src/terminal/state.rs: a pane whose
+// agent Herdr knows, by name or by its detected or reported label.
+func knownAgent(p *fakectl.Pane) bool {
+	return p.Agent != nil && !p.Agent.Exited && !p.Agent.Unknown
 }
 
 // agentInfo follows herdr's AgentInfo field order (optional fields omitted).
@@ -1192,32 +1221,45 @@ func infoOfAgent(st *fakectl.State, p *fakectl.Pane, statusOverride string) agen
 	if statusOverride != "" {
 		status = statusOverride
 	}
-	starting := p.Agent.Status == "starting"
+	// launch_pending and interactive_ready are Herdr's managed launch
+	// (managed_agent_launch_pending, managed_agent_interactive_ready):
+	// a reported agent or a dropped launch has neither.
+	managed := p.Agent.Managed()
 	return agentInfo{TerminalID: p.TerminalID, Name: p.Agent.Name, Agent: p.Agent.Kind, AgentStatus: status,
 		ScreenSkipped: p.Agent.Stuck, Tokens: p.Tokens, WorkspaceID: p.WorkspaceID, TabID: p.TabID, PaneID: p.ID,
-		LaunchPending: starting, InteractiveReady: !starting && p.Agent.Status != "blocked",
+		LaunchPending: managed && !p.Agent.Ready, InteractiveReady: managed && p.Agent.Ready,
 		StateChangeSeq: p.Agent.Seq, Cwd: p.Cwd, Revision: p.Agent.Seq}
 }
 
 func agentPrompt(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliError) {
-	if len(args) < 2 {
+	switch len(args) {
+	case 0:
 		return nil, usage("usage: herdr agent prompt <target> <text> [--wait] [--until STATUS]... [--timeout MS]")
+	case 1:
+		return nil, usage("agent prompt requires text")
 	}
 	target, text := args[0], args[1]
-	wait, untilOrTimeout := false, false
+	wait, until, timeout := false, false, false
 	cerr := eachOption(args[2:], []string{"--until", "--timeout"}, []string{"--wait"}, func(opt, _ string) *cliError {
-		if opt == "--wait" {
+		switch opt {
+		case "--wait":
 			wait = true
-		} else {
-			untilOrTimeout = true
+		case "--until":
+			until = true
+		default:
+			timeout = true
 		}
 		return nil
 	})
 	if cerr != nil {
 		return nil, cerr
 	}
-	if untilOrTimeout && !wait {
-		return nil, usage("--until and --timeout require --wait")
+	// src/cli/agent.rs agent_prompt checks --until before --timeout.
+	if until && !wait {
+		return nil, usage("--until requires --wait")
+	}
+	if timeout && !wait {
+		return nil, usage("--timeout requires --wait")
 	}
 	// The checks of handle_agent_prompt (src/app/api/agents.rs), in order.
 	if text == "" {
@@ -1225,13 +1267,13 @@ func agentPrompt(args []string, st *fakectl.State, ctl fakectl.Control) (any, *c
 	}
 	p := findAgent(st, target)
 	if p == nil {
-		return nil, serverErr("agent_not_found", "agent %s not found", target)
+		return nil, serverErr("agent_not_found", "agent target %s not found", target)
 	}
 	if p.Agent.Status == "blocked" {
 		return nil, serverErr("agent_blocked", "agent %s is blocked and requires interactive input", target)
 	}
-	if p.Agent.Status == "starting" {
-		return nil, serverErr("agent_not_ready", "agent %s is not ready for prompts", target)
+	if p.Agent.Managed() && !p.Agent.Ready {
+		return nil, serverErr("agent_not_ready", "agent %s is not an active named agent", target)
 	}
 	if p.Agent.Reported {
 		// Only a report names this agent; the pane's foreground is its
@@ -1268,7 +1310,7 @@ func agentGet(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliE
 	}
 	p := findAgent(st, target)
 	if p == nil {
-		return nil, serverErr("agent_not_found", "agent %s not found", target)
+		return nil, serverErr("agent_not_found", "agent target %s not found", target)
 	}
 	return struct {
 		Type  string    `json:"type"`
@@ -1293,13 +1335,13 @@ func agentRename(args []string, st *fakectl.State) (any, *cliError) {
 			return nil, serverErr("invalid_agent_name", invalidAgentNameMessage)
 		}
 		if other := findAgent(st, name); other != nil && other != p {
-			return nil, serverErr("agent_name_taken", "agent name %s is already used", name)
+			return nil, nameTaken(st, name, other)
 		}
 	} else {
 		name = ""
 	}
-	if p.Agent.Status == "starting" {
-		return nil, serverErr("agent_launch_pending", "agent %s is still launching", args[0])
+	if p.Agent.Managed() && !p.Agent.Ready {
+		return nil, serverErr("agent_launch_pending", "agent name cannot change while startup is pending")
 	}
 	p.Agent.Name = name
 	return struct {
@@ -1317,7 +1359,7 @@ func agentList(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cli
 	agents := []agentInfo{}
 	for _, ws := range workspaceOrder(st) {
 		for _, id := range sortedKeys(st.Panes) {
-			if p := st.Panes[id]; p.WorkspaceID == ws && p.Agent != nil && !p.Agent.Exited {
+			if p := st.Panes[id]; p.WorkspaceID == ws && knownAgent(p) {
 				agents = append(agents, infoOfAgent(st, p, ctl.AgentStatus))
 			}
 		}
@@ -1462,13 +1504,16 @@ func paneReportAgent(args []string, st *fakectl.State) (any, *cliError) {
 		return nil, serverErr("pane_not_found", "pane %s not found", paneID)
 	}
 	a := p.Agent
-	if a == nil || a.Exited {
+	if a == nil || a.Exited || a.Unknown {
 		a = &fakectl.Agent{Kind: label, Status: "unknown", Reported: true}
 		p.Agent = a
 	}
 	if a.Status != "starting" && a.Status != state {
 		a.Status = state
 		a.Seq++
+		// A launch blocked on a startup dialog becomes interactive_ready
+		// once it is idle (reconcile_managed_agent_at).
+		a.Ready = a.Ready || a.Managed() && state == "idle"
 	}
 	return nil, nil
 }
@@ -1478,8 +1523,13 @@ func paneReportAgent(args []string, st *fakectl.State) (any, *cliError) {
 // so the pids are made up, but the shape follows what herdr's CLI reads in
 // pane_shell_is_initializing: while the shell initializes another process
 // shares its foreground group; at the prompt the shell is alone in it; an
-// agent is a foreground group of its own.
-func paneProcessInfo(args []string, st *fakectl.State) (any, *cliError) {
+// agent is a foreground group of its own. A shell that initializes is the
+// contract suite's delayed-shell wrapper (tests/cli/agents.rs
+// write_delayed_shell_and_fake_pi): for the first third of its start it is
+// alone in its group but named delayed-shell (its comm), which the server
+// does not take as a shell (available_pane_shell_from_job in
+// src/platform/mod.rs), then its sleep joins it.
+func paneProcessInfo(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliError) {
 	var paneID string
 	switch {
 	case len(args) == 2 && args[0] == "--pane":
@@ -1510,8 +1560,10 @@ func paneProcessInfo(args []string, st *fakectl.State) (any, *cliError) {
 	case p.Agent != nil && !p.Agent.Exited && !p.Agent.Reported:
 		info.Group = shell + 2
 		info.Foreground = []process{{shell + 2, p.Agent.Kind, append([]string{p.Agent.Kind}, p.Agent.Args...)}}
+	case nowMS() < p.ShellReadyAt-int64(ctl.ShellInitMS)*2/3:
+		info.Foreground = []process{{shell, "delayed-shell", []string{"/bin/sh", "delayed-shell"}}}
 	case nowMS() < p.ShellReadyAt:
-		info.Foreground = []process{{shell, "sh", []string{"/bin/sh"}}, {shell + 1, "sleep", []string{"/bin/sleep", "1"}}}
+		info.Foreground = []process{{shell, "delayed-shell", []string{"/bin/sh", "delayed-shell"}}, {shell + 1, "sleep", []string{"/bin/sleep", "1"}}}
 	default:
 		info.Foreground = []process{{shell, "sh", []string{"/bin/sh"}}}
 	}
