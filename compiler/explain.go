@@ -297,6 +297,7 @@ func ExplainRole(schema *cue.Schema, opts Options, name string) (*Explanation, e
 	var all []string
 	for i := range found.Files {
 		def, _ := p.parse(&found.Files[i])
+		def.file = i
 		all = append(all, def.name)
 		if def.name == name {
 			defs = append(defs, def)
@@ -306,7 +307,7 @@ func ExplainRole(schema *cue.Schema, opts Options, name string) (*Explanation, e
 		all = append(all, r.Name)
 	}
 	slices.SortStableFunc(defs, func(a, b roleDef) int {
-		return slices.Index(roleLayers, a.file.Layer) - slices.Index(roleLayers, b.file.Layer)
+		return slices.Index(roleLayers, found.Files[a.file].Layer) - slices.Index(roleLayers, found.Files[b.file].Layer)
 	})
 	if len(defs) == 0 {
 		x.Decision = fmt.Sprintf("no layer defines a role named '%s'", name)
@@ -327,17 +328,18 @@ func ExplainRole(schema *cue.Schema, opts Options, name string) (*Explanation, e
 		x.Decision = "no usable definition (see the diagnostics)"
 	}
 	for _, def := range defs {
-		d := Definition{Scope: def.file.Layer, Path: def.file.Path, Diagnostics: fileDiags(ds, def.file.Path, "")}
+		file := &found.Files[def.file]
+		d := Definition{Scope: file.Layer, Path: file.Path, Diagnostics: fileDiags(ds, file.Path, "")}
 		switch {
-		case x.Role != nil && def.file.Path == x.Role.Path:
+		case x.Role != nil && file.Path == x.Role.Path:
 			d.Status, d.Reason = StatusEffective, "the nearest usable layer defining the name"
 		case def.ignored:
 			d.Status, d.Reason = StatusIgnored, "no frontmatter: not a role definition outside a pack"
 		case !def.valid:
 			d.Status, d.Reason = StatusInvalid, "has errors; outside a pack it removes the name from lower layers"
-		case x.Role != nil && slices.Contains(x.Role.Overrides, def.file.Path):
+		case x.Role != nil && slices.Contains(x.Role.Overrides, file.Path):
 			d.Status, d.Reason = StatusMasked, "masked by "+x.Role.Path
-		case def.file.Layer == profiles.LayerPackage:
+		case file.Layer == profiles.LayerPackage:
 			d.Status, d.Reason = StatusRejected, "refused by the pack rules (see its diagnostics)"
 		default:
 			d.Status, d.Reason = StatusHidden, "hidden by a nearer invalid definition"

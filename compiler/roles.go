@@ -91,9 +91,11 @@ func lenientDiag(path string, line, col int, key, why, hint string, value any, d
 		Message: why + "; " + what, Hint: hint}
 }
 
-// roleDef is one role file after parsing and validation.
+// roleDef is one role file after parsing and validation. A check holds
+// one per role file until the layers are applied, so it keeps the file's
+// index in the listing rather than the file.
 type roleDef struct {
-	file *profiles.RoleFile // the listed file, without Data once parsed
+	file int // the file's index in the listing (profiles.RoleList.File)
 	name string
 	// role is the manifest entry of a valid file; nil for an invalid one
 	// and when only diagnostics are wanted (roleParser.diagnosticsOnly).
@@ -117,19 +119,19 @@ func compileRoles(schema *cue.Schema, in RoleInput) (roles []manifest.Role, effe
 	found, problems := profiles.ListRoles(profiles.RoleSources{BundledDir: in.BundledDir, Packs: in.Packs,
 		AgentDir: in.AgentDir, Cwd: in.Cwd, Trusted: in.Trusted, Overlay: in.Overlay})
 	diags = append(diags, problems...)
-	defs := make([]roleDef, len(found.Files))
-	fileDiags := make([][]Diagnostic, len(found.Files))
+	defs := make([]roleDef, found.Len())
+	fileDiags := make([][]Diagnostic, found.Len())
 	var digests []string
 	if !in.NoDigests {
-		digests = make([]string, len(found.Files))
+		digests = make([]string, found.Len())
 	}
-	forEachParallel(schema, len(found.Files), in.Workers, func(s *cue.Schema, i int) {
-		f := &found.Files[i]
-		data, readProblem := profiles.ReadRole(in.Overlay, *f)
+	forEachParallel(schema, found.Len(), in.Workers, func(s *cue.Schema, i int) {
+		f := found.File(i)
+		data, readProblem := profiles.ReadRole(in.Overlay, f)
 		f.Data = data
 		p := roleParser{schema: s, diagnosticsOnly: in.DiagnosticsOnly}
-		defs[i], fileDiags[i] = p.parse(f)
-		f.Data = nil
+		defs[i], fileDiags[i] = p.parse(&f)
+		defs[i].file = i
 		if readProblem != nil {
 			fileDiags[i] = append([]Diagnostic{*readProblem}, fileDiags[i]...)
 		}
@@ -142,7 +144,7 @@ func compileRoles(schema *cue.Schema, in RoleInput) (roles []manifest.Role, effe
 	})
 	for i := range defs {
 		if digests != nil && digests[i] != "" {
-			sources = append(sources, manifest.Source{Path: defs[i].file.Path, SHA256: digests[i]})
+			sources = append(sources, manifest.Source{Path: found.File(i).Path, SHA256: digests[i]})
 		}
 		diags = append(diags, fileDiags[i]...)
 	}
@@ -151,7 +153,7 @@ func compileRoles(schema *cue.Schema, in RoleInput) (roles []manifest.Role, effe
 			sources = append(sources, manifest.Source{Path: pkg.Path, SHA256: manifest.Digest(pkg.Data)})
 		}
 	}
-	roles, effective, layerDiags := layerRoles(defs)
+	roles, effective, layerDiags := layerRoles(&found, defs)
 	diags = append(diags, layerDiags...)
 	slices.SortFunc(sources, func(a, b manifest.Source) int { return strings.Compare(a.Path, b.Path) })
 	sources = slices.Compact(sources)
@@ -179,7 +181,7 @@ func (p *roleParser) parse(f *profiles.RoleFile) (roleDef, []Diagnostic) {
 }
 
 func (p *roleParser) parseFile(f *profiles.RoleFile) (roleDef, []Diagnostic) {
-	def := roleDef{file: f, name: f.Stem}
+	def := roleDef{name: f.Stem}
 	if f.Data == nil {
 		return def, nil // discovery reported why
 	}
@@ -230,8 +232,10 @@ func (p *roleParser) parseFile(f *profiles.RoleFile) (roleDef, []Diagnostic) {
 	fields, fieldDiags, badFields, lenient := p.fields(f.Path, yaml, start)
 	if pack {
 		def.name = f.Stem // the stem is canonical for packs
-	} else if n, ok := fields["name"].(string); ok {
+	} else if n, ok := fields["name"].(string); ok && n != f.Stem {
 		def.name = strings.Clone(n) // not the frontmatter's copy, which def would keep alive
+	} else if ok {
+		def.name = f.Stem // the listing's string, shared rather than copied
 	}
 	diags = append(diags, fieldDiags...)
 	valid := encodingOK && !HasErrors(fieldDiags)
@@ -474,8 +478,12 @@ func commaList(s string) []string {
 // global, project; later layers win) and the package-layer collision rules.
 // It returns the effective roles of the defs that carry one (see
 // roleDef.role) and the number of effective roles.
-func layerRoles(defs []roleDef) ([]manifest.Role, int, []Diagnostic) {
+func layerRoles(list *profiles.RoleList, defs []roleDef) ([]manifest.Role, int, []Diagnostic) {
 	var diags []Diagnostic
+	// A file's path is built only where a diagnostic or an override
+	// needs it.
+	path := func(d *roleDef) string { return list.File(d.file).Path }
+	layer := func(d *roleDef) string { return list.Layer(d.file) }
 	// layered is the current definition of a name while layers are
 	// applied, and the paths of the definitions it replaced.
 	type layered struct {
@@ -497,11 +505,11 @@ func layerRoles(defs []roleDef) ([]manifest.Role, int, []Diagnostic) {
 		}
 		r := layered{def: d}
 		if hasPrev {
-			prevPath := prev.def.file.Path
-			if prev.def.file.Layer == d.file.Layer {
-				diags = append(diags, Diagnostic{Severity: Warning, Code: "duplicate-role-name", File: d.file.Path,
+			prevPath := path(prev.def)
+			if layer(prev.def) == layer(d) {
+				diags = append(diags, Diagnostic{Severity: Warning, Code: "duplicate-role-name", File: path(d),
 					Message: fmt.Sprintf("Role %q is defined twice in the %s layer: %s and %s; the second wins",
-						d.name, d.file.Layer, prevPath, d.file.Path),
+						d.name, layer(d), prevPath, path(d)),
 					Hint: "give each role file a distinct name", Subject: d.name,
 					Related: []Related{{File: prevPath, Note: "the first definition, which this one replaces"}}})
 			}
@@ -514,10 +522,10 @@ func layerRoles(defs []roleDef) ([]manifest.Role, int, []Diagnostic) {
 	packDefs := map[string][]*roleDef{}
 	for i := range defs {
 		d := &defs[i]
-		switch d.file.Layer {
+		switch layer(d) {
 		case profiles.LayerBundled:
 			if !d.ignored {
-				bundled[d.name] = d.file.Path
+				bundled[d.name] = path(d)
 			}
 			apply(d)
 		case profiles.LayerPackage:
@@ -535,9 +543,10 @@ func layerRoles(defs []roleDef) ([]manifest.Role, int, []Diagnostic) {
 		ds := packDefs[name]
 		if bpath, ok := bundled[name]; ok {
 			for _, d := range ds {
-				diags = append(diags, Diagnostic{Severity: Error, Code: "bundled-role-collision", File: d.file.Path,
+				f := list.File(d.file)
+				diags = append(diags, Diagnostic{Severity: Error, Code: "bundled-role-collision", File: f.Path,
 					Message: fmt.Sprintf("Role pack cannot replace bundled role %q; use a global or project override instead.", name),
-					Hint:    fmt.Sprintf("%s; the bundled role %s is kept", providerHint(d.file), bpath), Subject: name,
+					Hint:    fmt.Sprintf("%s; the bundled role %s is kept", providerHint(&f), bpath), Subject: name,
 					Related: []Related{{File: bpath, Note: "the bundled role that is kept"}}})
 			}
 			continue
@@ -545,12 +554,13 @@ func layerRoles(defs []roleDef) ([]manifest.Role, int, []Diagnostic) {
 		if len(ds) > 1 {
 			var who, files []string
 			for _, d := range ds {
-				w := d.file.Provider
+				f := list.File(d.file)
+				w := f.Provider
 				if w == "" {
-					w = d.file.Path
+					w = f.Path
 				}
 				who = append(who, w)
-				files = append(files, d.file.Path)
+				files = append(files, f.Path)
 			}
 			slices.Sort(who)
 			slices.Sort(files)
@@ -567,9 +577,9 @@ func layerRoles(defs []roleDef) ([]manifest.Role, int, []Diagnostic) {
 		}
 		apply(ds[0])
 	}
-	for _, layer := range []string{profiles.LayerGlobal, profiles.LayerProject} {
+	for _, l := range []string{profiles.LayerGlobal, profiles.LayerProject} {
 		for i := range defs {
-			if defs[i].file.Layer == layer {
+			if layer(&defs[i]) == l {
 				apply(&defs[i])
 			}
 		}

@@ -11,9 +11,14 @@ import (
 // working directory. The result is in precedence order: later scopes
 // override earlier ones.
 func DiscoverProfiles(env Env, trusted bool) []ScopeProfiles {
-	out := ListProfiles(env, trusted)
-	for _, sp := range out {
+	var out []ScopeProfiles
+	for _, l := range ListProfiles(env, trusted) {
+		sp := ScopeProfiles{Scope: l.Scope, Dir: l.Dir, Problems: l.Problems, Entries: make([]Entry, l.Len())}
+		for i := range sp.Entries {
+			sp.Entries[i] = l.Entry(i)
+		}
 		forEach(len(sp.Entries), func(i int) { ReadEntry(env.Overlay, &sp.Entries[i]) })
+		out = append(out, sp)
 	}
 	return out
 }
@@ -21,9 +26,10 @@ func DiscoverProfiles(env Env, trusted bool) []ScopeProfiles {
 // ListProfiles is DiscoverProfiles without reading the entries' files:
 // a caller that handles one entry at a time reads each with ReadEntry and
 // can let go of its contents before reading the next, instead of holding
-// every file of the tree at once.
-func ListProfiles(env Env, trusted bool) []ScopeProfiles {
-	var out []ScopeProfiles
+// every file of the tree at once. Each list builds its entries when asked
+// (ProfileList.Entry).
+func ListProfiles(env Env, trusted bool) []ProfileList {
+	var out []ProfileList
 	if !env.ProjectOnly {
 		out = append(out, listProfiles(env.GlobalProfilesDir(), Global, env.Overlay))
 	}

@@ -38,8 +38,8 @@ func FuzzReadPackage(f *testing.F) {
 				t.Fatalf("problem does not name the file or say how to fix it: %+v", p)
 			}
 		}
-		if len(d.out.Packages) != 1 || d.out.Packages[0].Path != path || !bytes.Equal(d.out.Packages[0].Data, data) {
-			t.Fatalf("package file kept as %+v, want the %d bytes read", d.out.Packages, len(data))
+		if len(d.list.Packages) != 1 || d.list.Packages[0].Path != path || !bytes.Equal(d.list.Packages[0].Data, data) {
+			t.Fatalf("package file kept as %+v, want the %d bytes read", d.list.Packages, len(data))
 		}
 		var meta map[string]json.RawMessage
 		if json.Unmarshal(data, &meta) != nil {

@@ -68,18 +68,71 @@ type Roles struct {
 	Packages []PackageFile
 }
 
-// DiscoverRoles finds and reads role definitions in every layer. It never
-// stops at a bad file: each problem is reported and discovery continues.
-func DiscoverRoles(src RoleSources) (Roles, []diag.Diagnostic) {
-	return discoverRoles(src, true)
+// ListRoles is DiscoverRoles without reading the role files: a caller
+// that handles one file at a time reads each with ReadRole, so the tree's
+// files are never all held at once. The list keeps each directory once and
+// only the names in it, a few dozen bytes a file, and builds a file's
+// RoleFile when asked (RoleList.File). Its problems leave out those of
+// reading a role file, which ReadRole returns.
+func ListRoles(src RoleSources) (RoleList, []diag.Diagnostic) {
+	d := discoverRoles(src, false)
+	return d.list, d.problems
 }
 
-// ListRoles is DiscoverRoles without reading the role files: every Data is
-// nil, and a caller that handles one file at a time reads each with
-// ReadRole, so the tree's files are never all held at once. Its problems
-// leave out those of reading a role file, which ReadRole returns.
-func ListRoles(src RoleSources) (Roles, []diag.Diagnostic) {
-	return discoverRoles(src, false)
+// RoleList is what ListRoles found: the role files in collection order
+// (bundled, packs, global, project) and every package.json that was read.
+type RoleList struct {
+	groups   []roleGroup
+	n        int
+	Packages []PackageFile
+}
+
+// roleGroup is a run of listed role files in one directory, of one layer
+// and package.
+type roleGroup struct {
+	layer string
+	dir   string
+	id    packageIdentity
+	names []string // file names, in listing order
+	start int      // the list index of names[0]
+}
+
+// Len is the number of role files listed.
+func (l *RoleList) Len() int { return l.n }
+
+// File returns the i-th role file, without Data. Its Stem shares the
+// listed name, not the Path, which is built anew at each call.
+func (l *RoleList) File(i int) RoleFile {
+	g, name := l.at(i)
+	return RoleFile{Layer: g.layer, Path: filepath.Join(g.dir, name), Stem: strings.TrimSuffix(name, ".md"),
+		Provider: g.id.name, ProviderVersion: g.id.version}
+}
+
+// Layer is the layer of the i-th role file, File(i).Layer without
+// building its path.
+func (l *RoleList) Layer(i int) string {
+	g, _ := l.at(i)
+	return g.layer
+}
+
+func (l *RoleList) at(i int) (*roleGroup, string) {
+	k, found := slices.BinarySearchFunc(l.groups, i, func(g roleGroup, i int) int { return g.start - i })
+	if !found {
+		k--
+	}
+	g := &l.groups[k]
+	return g, g.names[i-g.start]
+}
+
+// add appends a file to the list, to the last group when it is of the
+// same directory, layer and package.
+func (l *RoleList) add(layer, dir, name string, id packageIdentity) {
+	if n := len(l.groups); n == 0 || l.groups[n-1].layer != layer || l.groups[n-1].dir != dir || l.groups[n-1].id != id {
+		l.groups = append(l.groups, roleGroup{layer: layer, dir: dir, id: id, start: l.n})
+	}
+	g := &l.groups[len(l.groups)-1]
+	g.names = append(g.names, name)
+	l.n++
 }
 
 // ReadRole reads a role file that ListRoles listed, through ov. A file
@@ -93,7 +146,19 @@ func ReadRole(ov Overlay, f RoleFile) ([]byte, *diag.Diagnostic) {
 	return data, p
 }
 
-func discoverRoles(src RoleSources, read bool) (Roles, []diag.Diagnostic) {
+// DiscoverRoles finds and reads role definitions in every layer. It never
+// stops at a bad file: each problem is reported and discovery continues.
+func DiscoverRoles(src RoleSources) (Roles, []diag.Diagnostic) {
+	d := discoverRoles(src, true)
+	out := Roles{Files: make([]RoleFile, d.list.Len()), Packages: d.list.Packages}
+	for i := range out.Files {
+		out.Files[i] = d.list.File(i)
+		out.Files[i].Data = d.data[i]
+	}
+	return out, d.problems
+}
+
+func discoverRoles(src RoleSources, read bool) *roleDiscovery {
 	d := &roleDiscovery{packages: map[string]packageIdentity{}, overlay: src.Overlay, read: read}
 	if src.BundledDir != "" {
 		dir := src.BundledDir
@@ -111,11 +176,12 @@ func discoverRoles(src RoleSources, read bool) (Roles, []diag.Diagnostic) {
 	if src.Trusted && src.Cwd != "" {
 		d.layerDir(LayerProject, filepath.Join(src.Cwd, ".pi", "agents"), false)
 	}
-	return d.out, d.problems
+	return d
 }
 
 type roleDiscovery struct {
-	out      Roles
+	list     RoleList
+	data     [][]byte // the files' contents, by list index (DiscoverRoles)
 	problems []diag.Diagnostic
 	packages map[string]packageIdentity // by start directory
 	overlay  Overlay
@@ -160,13 +226,12 @@ func (d *roleDiscovery) layerDir(layer, dir string, required bool) {
 			reads[i].data, reads[i].p = readRoleFile(d.overlay, filepath.Join(dir, names[i]))
 		})
 	}
-	d.out.Files = slices.Grow(d.out.Files, len(names))
 	for i, name := range names {
 		var r read
 		if reads != nil {
 			r = reads[i]
 		}
-		d.recordRole(layer, filepath.Join(dir, name), packageIdentity{}, r.data, r.p)
+		d.recordRole(layer, dir, name, packageIdentity{}, r.data, r.p)
 	}
 }
 
@@ -277,20 +342,20 @@ func (d *roleDiscovery) readRole(layer, path string, id packageIdentity) {
 	if d.read {
 		data, p = readRoleFile(d.overlay, path)
 	}
-	d.recordRole(layer, path, id, data, p)
+	d.recordRole(layer, filepath.Dir(path), filepath.Base(path), id, data, p)
 }
 
-// recordRole adds a role file that readRoleFile read (or, listing only,
-// did not).
-func (d *roleDiscovery) recordRole(layer, path string, id packageIdentity, data []byte, p *diag.Diagnostic) {
-	stem := strings.TrimSuffix(filepath.Base(path), ".md")
-	rf := RoleFile{Layer: layer, Path: path, Stem: stem, Provider: id.name, ProviderVersion: id.version}
+// recordRole adds the role file name in dir that readRoleFile read (or,
+// listing only, did not). The file's path is filepath.Join(dir, name).
+func (d *roleDiscovery) recordRole(layer, dir, name string, id packageIdentity, data []byte, p *diag.Diagnostic) {
 	if p != nil {
-		roleProblem(p, layer, stem, id)
+		roleProblem(p, layer, strings.TrimSuffix(name, ".md"), id)
 		d.problem(*p)
 	}
-	rf.Data = data
-	d.out.Files = append(d.out.Files, rf)
+	d.list.add(layer, dir, name, id)
+	if d.read {
+		d.data = append(d.data, data)
+	}
 }
 
 // roleProblem completes the problem of reading a role file: its subject is
@@ -390,7 +455,7 @@ func (d *roleDiscovery) readPackage(path string) packageIdentity {
 	if err != nil {
 		return warn(unwrapPath(err))
 	}
-	d.out.Packages = append(d.out.Packages, PackageFile{Path: path, Data: data})
+	d.list.Packages = append(d.list.Packages, PackageFile{Path: path, Data: data})
 	var meta map[string]json.RawMessage
 	if err := json.Unmarshal(data, &meta); err != nil {
 		return warn(fmt.Errorf("invalid JSON: %w", err))

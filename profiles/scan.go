@@ -3,6 +3,7 @@ package profiles
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -99,60 +100,141 @@ func ScanProfiles(dir string, scope Scope) ScopeProfiles {
 
 // scanProfiles is ScanProfiles reading files through ov.
 func scanProfiles(dir string, scope Scope, ov Overlay) ScopeProfiles {
-	out := listProfiles(dir, scope, ov)
+	l := listProfiles(dir, scope, ov)
+	out := ScopeProfiles{Scope: scope, Dir: dir, Problems: l.Problems, Entries: make([]Entry, l.Len())}
+	for i := range out.Entries {
+		out.Entries[i] = l.Entry(i)
+	}
 	forEach(len(out.Entries), func(i int) { ReadEntry(ov, &out.Entries[i]) })
 	return out
 }
 
-// listProfiles is scanProfiles without reading the entries' files.
-func listProfiles(dir string, scope Scope, ov Overlay) ScopeProfiles {
-	out := ScopeProfiles{Scope: scope, Dir: dir}
-	des, err := os.ReadDir(dir)
+// ProfileList is one profiles directory as ListProfiles lists it: the
+// candidates' names and forms, sorted by name, a few dozen bytes each, from
+// which Entry builds the entry to read (so a large tree's paths and entries
+// are never all held at once).
+type ProfileList struct {
+	Scope    Scope
+	Dir      string
+	Problems []diag.Diagnostic // problems not tied to one valid-looking entry
+	items    []listedProfile
+}
+
+// listedProfile is one name a profiles directory defines, as a directory,
+// a legacy <name>.json, or (invalid) both.
+type listedProfile struct {
+	name        string
+	dir, legacy bool
+}
+
+// Len is the number of entries listed.
+func (l *ProfileList) Len() int { return len(l.items) }
+
+// Name is the name of the i-th entry, Entry(i).Name without building it.
+func (l *ProfileList) Name(i int) string { return l.items[i].name }
+
+// ConfigPath is the config file of the i-th entry, Entry(i).ConfigPath
+// without building the rest.
+func (l *ProfileList) ConfigPath(i int) string {
+	if it := l.items[i]; it.dir {
+		return filepath.Join(l.Dir, it.name, "config.json")
+	}
+	return filepath.Join(l.Dir, l.items[i].name+".json")
+}
+
+// Entry builds the i-th entry, its files not read (ReadEntry reads them).
+func (l *ProfileList) Entry(i int) Entry {
+	it := l.items[i]
+	name := it.name
+	e := Entry{Name: name, Scope: l.Scope}
+	legacy := filepath.Join(l.Dir, name+".json")
+	if it.dir {
+		dir := filepath.Join(l.Dir, name)
+		e.Form, e.Dir, e.ConfigPath = Directory, dir, filepath.Join(dir, "config.json")
+		if len(e.ConfigPath) > len(dir) && e.ConfigPath[:len(dir)] == dir {
+			e.Dir = e.ConfigPath[:len(dir)] // one string for both, not two
+		}
+	} else {
+		e.Form, e.Dir, e.ConfigPath = Legacy, l.Dir, legacy
+	}
+	if !ValidName(name) {
+		e.Problems = append(e.Problems, diag.Diagnostic{Severity: diag.Error, File: e.ConfigPath, Code: "invalid-profile-name", Subject: name,
+			Message: "profile entry name must be 1-64 characters using letters, numbers, dot, underscore, or hyphen",
+			Hint:    "rename the directory or file; start with a letter or digit"})
+	}
+	if it.dir && it.legacy {
+		e.Problems = append(e.Problems, diag.Diagnostic{Severity: diag.Error, File: e.Dir, Code: "duplicate-profile-form", Subject: name,
+			Message: fmt.Sprintf("duplicate profile '%s' is defined as both a JSON file and a directory", name),
+			Hint:    fmt.Sprintf("keep either %s/config.json or %s.json, not both", name, name),
+			Related: []diag.Related{{File: legacy, Note: "the legacy file defining the same profile"}}})
+	}
+	return e
+}
+
+// listChunk is how many directory entries listProfiles reads at a time,
+// rather than the whole directory's entries at once.
+const listChunk = 256
+
+// listProfiles is scanProfiles without reading the entries' files. Every
+// subdirectory is a directory-form candidate and every regular *.json
+// file a legacy one.
+func listProfiles(dir string, scope Scope, ov Overlay) ProfileList {
+	out := ProfileList{Scope: scope, Dir: dir}
+	unreadable := func(err error) {
+		out.Problems = append(out.Problems, diag.Diagnostic{Severity: diag.Error, File: dir, Code: "unreadable-profiles-dir",
+			Message: fmt.Sprintf("cannot read profiles directory: %v", unwrapPath(err)),
+			Hint:    "check the directory's permissions"})
+	}
+	f, err := os.Open(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return out
 	}
 	if err != nil {
-		out.Problems = append(out.Problems, diag.Diagnostic{Severity: diag.Error, File: dir, Code: "unreadable-profiles-dir",
-			Message: fmt.Sprintf("cannot read profiles directory: %v", unwrapPath(err)),
-			Hint:    "check the directory's permissions"})
-		if len(des) == 0 {
-			return out
+		unreadable(err)
+		return out
+	}
+	// Stat problems are reported in name order, as a sorted listing
+	// would give them.
+	type problem struct {
+		name string
+		d    diag.Diagnostic
+	}
+	var problems []problem
+	for listed := 0; ; {
+		des, err := f.ReadDir(listChunk)
+		listed += len(des)
+		for _, de := range des {
+			p := filepath.Join(dir, de.Name())
+			mode, err := entryMode(p, de)
+			if err != nil {
+				problems = append(problems, problem{de.Name(), diag.Diagnostic{Severity: diag.Error, File: p, Code: "unreadable-profile",
+					Message: fmt.Sprintf("cannot stat profile entry: %v", unwrapPath(err)),
+					Hint:    "remove the broken entry or fix its target"}})
+				continue
+			}
+			switch {
+			case mode.IsDir():
+				out.items = append(out.items, listedProfile{name: de.Name(), dir: true})
+			case mode.IsRegular() && strings.HasSuffix(de.Name(), ".json"):
+				out.items = append(out.items, listedProfile{name: strings.TrimSuffix(de.Name(), ".json"), legacy: true})
+			}
 		}
-	}
-	type cand struct {
-		dir, legacy string
-	}
-	byName := map[string]*cand{}
-	var names []string
-	for _, de := range des {
-		p := filepath.Join(dir, de.Name())
-		mode, err := entryMode(p, de)
+		if err == io.EOF {
+			break
+		}
 		if err != nil {
-			out.Problems = append(out.Problems, diag.Diagnostic{Severity: diag.Error, File: p, Code: "unreadable-profile",
-				Message: fmt.Sprintf("cannot stat profile entry: %v", unwrapPath(err)),
-				Hint:    "remove the broken entry or fix its target"})
-			continue
+			unreadable(err)
+			if listed == 0 {
+				f.Close()
+				return out
+			}
+			break
 		}
-		var name string
-		switch {
-		case mode.IsDir():
-			name = de.Name()
-		case mode.IsRegular() && strings.HasSuffix(de.Name(), ".json"):
-			name = strings.TrimSuffix(de.Name(), ".json")
-		default:
-			continue
-		}
-		c := byName[name]
-		if c == nil {
-			c = &cand{}
-			byName[name] = c
-			names = append(names, name)
-		}
-		if mode.IsDir() {
-			c.dir = p
-		} else {
-			c.legacy = p
-		}
+	}
+	f.Close()
+	slices.SortStableFunc(problems, func(a, b problem) int { return strings.Compare(a.name, b.name) })
+	for _, p := range problems {
+		out.Problems = append(out.Problems, p.d)
 	}
 	// Unsaved buffers of profiles not on disk yet (facets lsp): a legacy
 	// <name>.json, or <name>/config.json in a new directory.
@@ -160,50 +242,26 @@ func listProfiles(dir string, scope Scope, ov Overlay) ScopeProfiles {
 		sub, file, nested := strings.Cut(rel, "/")
 		return !nested && strings.HasSuffix(rel, ".json") || nested && file == "config.json" && sub != ""
 	}) {
-		name, form := strings.TrimSuffix(filepath.Base(p), ".json"), Legacy
+		it := listedProfile{name: strings.TrimSuffix(filepath.Base(p), ".json"), legacy: true}
 		if filepath.Base(p) == "config.json" && filepath.Dir(filepath.Dir(p)) == dir {
-			name, form = filepath.Base(filepath.Dir(p)), Directory
+			it = listedProfile{name: filepath.Base(filepath.Dir(p)), dir: true}
 		}
-		c := byName[name]
-		if c == nil {
-			c = &cand{}
-			byName[name] = c
-			names = append(names, name)
-		}
-		switch {
-		case form == Directory && c.dir == "":
-			c.dir = filepath.Dir(p)
-		case form == Legacy && c.legacy == "":
-			c.legacy = p
-		}
+		out.items = append(out.items, it)
 	}
-	slices.Sort(names)
-	out.Entries = make([]Entry, 0, len(names))
-	for _, name := range names {
-		c := byName[name]
-		e := Entry{Name: name, Scope: scope}
-		switch {
-		case c.dir != "":
-			e.Form, e.Dir, e.ConfigPath = Directory, c.dir, filepath.Join(c.dir, "config.json")
-			if len(e.ConfigPath) > len(c.dir) && e.ConfigPath[:len(c.dir)] == c.dir {
-				e.Dir = e.ConfigPath[:len(c.dir)] // one string for both, not two, for every profile of a large tree
-			}
-		default:
-			e.Form, e.Dir, e.ConfigPath = Legacy, dir, c.legacy
+	// One item per name: a directory and a legacy file of the same name
+	// merge into one (invalid) entry.
+	slices.SortStableFunc(out.items, func(a, b listedProfile) int { return strings.Compare(a.name, b.name) })
+	merged := out.items[:0]
+	for _, it := range out.items {
+		if n := len(merged); n > 0 && merged[n-1].name == it.name {
+			merged[n-1].dir = merged[n-1].dir || it.dir
+			merged[n-1].legacy = merged[n-1].legacy || it.legacy
+			continue
 		}
-		if !ValidName(name) {
-			e.Problems = append(e.Problems, diag.Diagnostic{Severity: diag.Error, File: e.ConfigPath, Code: "invalid-profile-name", Subject: name,
-				Message: "profile entry name must be 1-64 characters using letters, numbers, dot, underscore, or hyphen",
-				Hint:    "rename the directory or file; start with a letter or digit"})
-		}
-		if c.dir != "" && c.legacy != "" {
-			e.Problems = append(e.Problems, diag.Diagnostic{Severity: diag.Error, File: c.dir, Code: "duplicate-profile-form", Subject: name,
-				Message: fmt.Sprintf("duplicate profile '%s' is defined as both a JSON file and a directory", name),
-				Hint:    fmt.Sprintf("keep either %s/config.json or %s.json, not both", name, name),
-				Related: []diag.Related{{File: c.legacy, Note: "the legacy file defining the same profile"}}})
-		}
-		out.Entries = append(out.Entries, e)
+		merged = append(merged, it)
 	}
+	clear(out.items[len(merged):])
+	out.items = slices.Clip(merged)
 	return out
 }
 

@@ -176,25 +176,33 @@ func privateSkills(profileDir, subject string, real *RealPaths, maxDepth, maxEnt
 	return skills, probs
 }
 
-// RealPaths resolves symlinks in absolute paths and remembers every
-// directory it resolved, so that the profiles of one scope share the
-// lstat calls of their common ancestors. It is safe for concurrent use;
+// RealPaths resolves symlinks in absolute paths and remembers the
+// directories above each path it resolved, so that the profiles of one
+// scope share the lstat calls of their common ancestors. It is safe for concurrent use;
 // the zero value is ready.
 type RealPaths struct {
-	mu   sync.Mutex
-	real map[string]string
+	mu    sync.Mutex
+	cache map[string]string
 }
 
 // Real returns p with symlinks resolved, or p itself if that fails, as
 // filepath.EvalSymlinks would, but costs one lstat per path component not
-// seen before.
+// seen before. It remembers the directories above p, which sibling
+// profiles share, but not p itself: each profile directory is resolved
+// once, and remembering all of them would hold a large tree's paths to
+// the end.
 func (r *RealPaths) Real(p string) string {
 	p = filepath.Clean(p)
 	if !filepath.IsAbs(p) {
 		return resolve(p)
 	}
+	return r.real(p, false)
+}
+
+// real is Real of a clean absolute path, remembered when remember is set.
+func (r *RealPaths) real(p string, remember bool) string {
 	r.mu.Lock()
-	got, ok := r.real[p]
+	got, ok := r.cache[p]
 	r.mu.Unlock()
 	if ok {
 		return got
@@ -204,14 +212,16 @@ func (r *RealPaths) Real(p string) string {
 	} else if fi, err := os.Lstat(p); err != nil || fi.Mode()&fs.ModeSymlink != 0 {
 		got = resolve(p)
 	} else {
-		got = filepath.Join(r.Real(parent), filepath.Base(p))
+		got = filepath.Join(r.real(parent, true), filepath.Base(p))
 	}
-	r.mu.Lock()
-	if r.real == nil {
-		r.real = map[string]string{}
+	if remember {
+		r.mu.Lock()
+		if r.cache == nil {
+			r.cache = map[string]string{}
+		}
+		r.cache[p] = got
+		r.mu.Unlock()
 	}
-	r.real[p] = got
-	r.mu.Unlock()
 	return got
 }
 

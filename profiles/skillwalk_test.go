@@ -115,7 +115,7 @@ func TestRealPathsMatchesEvalSymlinks(t *testing.T) {
 		if got := r.Real(full); got != want {
 			t.Errorf("Real(%s) = %s, want %s", p, got, want)
 		}
-		if got := r.Real(full); got != want { // now from the cache
+		if got := r.Real(full); got != want { // now with its ancestors from the cache
 			t.Errorf("Real(%s) again = %s, want %s", p, got, want)
 		}
 	}
@@ -188,5 +188,24 @@ func TestRootSkillFileMatchesAsFileSystemDoes(t *testing.T) {
 	got, _ = PrivateSkills(dir, "p", nil)
 	if want := []string{filepath.Join(skills, "skill.md")}; !slices.Equal(got, want) {
 		t.Errorf("case-sensitive: skills %v, want %v", got, want)
+	}
+}
+
+// TestRealPathsForgetsLeaves: Real remembers the directories above a
+// path, which sibling profiles share, but not the path itself, so that a
+// check of a large tree does not hold every profile directory's path.
+func TestRealPathsForgetsLeaves(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "profiles", "a")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var r RealPaths
+	r.Real(dir)
+	if _, ok := r.cache[dir]; ok {
+		t.Errorf("Real(%s) remembered the path itself", dir)
+	}
+	if _, ok := r.cache[filepath.Dir(dir)]; !ok {
+		t.Errorf("Real(%s) did not remember its parent", dir)
 	}
 }

@@ -70,6 +70,6 @@ or has no usable definition, 2 usage, 3 I/O failure.`,
 	cmd.Flags().StringVar(&format, "format", compiler.FormatText, "output format: text or json")
 	completeValues(cmd, "format", compiler.FormatText, compiler.FormatJSON)
 	cmd.ValidArgsFunction = src.completeNames(func() bool { return role })
-	cmd.Flags().StringVar(&bridge, "bridge", a.getenv(envvar.PiBridge), "the Facets Pi extension a Sub loads (default $"+envvar.PiBridge+", else <agentDir>/extensions/facets/index.ts)")
+	cmd.Flags().StringVar(&bridge, "bridge", a.getenv(envvar.PiBridge), "the Facets Pi extension a Sub loads (default $"+envvar.PiBridge+", else <agentDir>/extensions/facets/index.js)")
 	return cmd
 }

@@ -27,8 +27,10 @@ func newPiExtensionCmd(a *app) *cobra.Command {
 		Use:   "pi-extension [--path] [--dir D]",
 		Short: "Print where the facets Pi extension is installed, or install it",
 		Long: `pi-extension manages the thin Pi extension that bridges Pi to this binary.
-It is embedded in facets; "install" writes it (index.ts plus facets-bridge.json,
-which records this binary's path) so no separate package is needed.
+It is embedded in facets; "install" writes it (index.js, compiled from the
+TypeScript source; facets-bridge.json, which records this binary's path; a
+package.json naming index.js; and an index.ts that re-exports it, for paths
+from older installs) so no separate package is needed.
 
 The default directory is <agentDir>/extensions/facets, which Pi discovers on
 its own. A Sub is launched with --no-extensions -e <path>, where <path> is
@@ -111,7 +113,7 @@ func newPiPlanCmd(a *app) *cobra.Command {
 	var role, profile, manifest, extVersion, mainSession string
 	var protocol int
 	cmd := &cobra.Command{
-		Use:    "plan --role main|sub [--profile NAME] [--protocol N --extension-version V]",
+		Use:    "plan --role main|sub [--profile NAME] [--protocol N --extension-version V] [< request.json]",
 		Short:  "Print the startup plan the Pi extension applies (JSON)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
@@ -122,9 +124,16 @@ func newPiPlanCmd(a *app) *cobra.Command {
 				return usageError{fmt.Errorf("unknown --role %q (want main or sub)", role)}
 			}
 			msg := pibridge.Mismatch(pibridge.Peer{Protocol: protocol, Version: extVersion}, bin)
+			var reqErr error
+			if msg == "" {
+				// Only an extension of this protocol sends a request.
+				reqErr = a.readPlanRequest(&src, &profile, &mainSession)
+			}
 			switch {
 			case msg != "":
 				plan = pibridge.MismatchPlan(role, profile, msg)
+			case reqErr != nil:
+				plan = pibridge.Plan{Role: role, Error: reqErr.Error()}
 			case role == "main":
 				m, ds, warning, err := mainManifest(&src, manifest)
 				if err != nil {
@@ -163,6 +172,35 @@ func newPiPlanCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&mainSession, "main-session", "", "Pi session id of the Main (role main): whether it has runs to serve")
 	cmd.Flags().StringVar(&extVersion, "extension-version", "", "build version of the facets that installed the extension (the handshake)")
 	return cmd
+}
+
+// readPlanRequest applies the request the extension writes on the plan's
+// stdin (pibridge.PlanRequest) over the flags. A terminal on stdin is a
+// person running the hidden command by hand: it is not read.
+func (a *app) readPlanRequest(src *sourceFlags, profile, mainSession *string) error {
+	if f, ok := a.stdin.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			return nil
+		}
+	}
+	req, ok, err := pibridge.ReadRequest(a.stdin)
+	if err != nil || !ok {
+		return err
+	}
+	if req.Cwd != "" {
+		src.cwd = req.Cwd
+	}
+	if req.Trust != nil {
+		src.trust, src.noTrust = *req.Trust, !*req.Trust
+	}
+	src.rolePacks = append(src.rolePacks, req.RolePacks...)
+	if req.Profile != "" {
+		*profile = req.Profile
+	}
+	if req.MainSession != "" {
+		*mainSession = req.MainSession
+	}
+	return nil
 }
 
 // handshakeFlags registers --protocol: the extension's pibridge.Protocol.

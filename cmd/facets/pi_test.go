@@ -28,7 +28,7 @@ func TestPiExtensionPathAndInstall(t *testing.T) {
 	t.Parallel()
 	agent := t.TempDir()
 	env := map[string]string{envvar.AgentDir: agent}
-	want := filepath.Join(agent, "extensions", "facets", "index.ts")
+	want := filepath.Join(agent, "extensions", "facets", "index.js")
 	if code, out, errs := runPiCLI(t, env, "pi-extension", "--path"); code != 0 || out != want+"\n" {
 		t.Fatalf("--path = %d %q %q, want %q", code, out, errs, want)
 	}
@@ -43,10 +43,19 @@ func TestPiExtensionPathAndInstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The embedded extension is the file in the tree.
-	source, err := os.ReadFile("../../runtime/pibridge/extension/index.ts")
+	// The embedded extension is the file in the tree, TypeScript's output
+	// for index.ts; package.json makes it what Pi loads, and index.ts
+	// (where older installs put the extension) re-exports it.
+	source, err := os.ReadFile("../../runtime/pibridge/extension/index.js")
 	if err != nil || !bytes.Equal(got, source) {
-		t.Fatalf("installed extension differs from runtime/pibridge/extension/index.ts (%v)", err)
+		t.Fatalf("installed extension differs from runtime/pibridge/extension/index.js (%v)", err)
+	}
+	pkg, err := os.ReadFile(filepath.Join(agent, "extensions", "facets", pibridge.PackageFile))
+	if err != nil || !strings.Contains(string(pkg), `"type": "module"`) || !strings.Contains(string(pkg), `"extensions": ["./index.js"]`) {
+		t.Errorf("package.json = %s (%v), want an ES module whose Pi entry point is index.js", pkg, err)
+	}
+	if legacy, err := os.ReadFile(filepath.Join(agent, "extensions", "facets", pibridge.LegacyFile)); err != nil || !strings.Contains(string(legacy), `export { default } from "./index.js";`) {
+		t.Errorf("index.ts = %s (%v), want a re-export of index.js", legacy, err)
 	}
 	var cfg pibridge.Config
 	data, err := os.ReadFile(filepath.Join(agent, "extensions", "facets", pibridge.ConfigFile))
@@ -68,10 +77,10 @@ func TestPiExtensionPathAndInstall(t *testing.T) {
 	}
 
 	dir := filepath.Join(t.TempDir(), "ext")
-	if code, out, _ := runPiCLI(t, env, "pi-extension", "install", "--dir", dir); code != 0 || out != filepath.Join(dir, "index.ts")+"\n" {
+	if code, out, _ := runPiCLI(t, env, "pi-extension", "install", "--dir", dir); code != 0 || out != filepath.Join(dir, "index.js")+"\n" {
 		t.Fatalf("install --dir = %d %q", code, out)
 	}
-	if code, out, _ := runPiCLI(t, env, "pi-extension", "--path", "--dir", dir); code != 0 || out != filepath.Join(dir, "index.ts")+"\n" {
+	if code, out, _ := runPiCLI(t, env, "pi-extension", "--path", "--dir", dir); code != 0 || out != filepath.Join(dir, "index.js")+"\n" {
 		t.Fatalf("--path --dir = %d %q", code, out)
 	}
 }
@@ -108,6 +117,49 @@ func TestPiExtensionPlan(t *testing.T) {
 	}
 	if plan.Protocol != pibridge.Protocol || plan.Facets != facetsVersion() || plan.Mismatch != "" {
 		t.Errorf("plan handshake = protocol %d facets %q mismatch %q, want %d %q and none", plan.Protocol, plan.Facets, plan.Mismatch, pibridge.Protocol, facetsVersion())
+	}
+}
+
+// TestPiExtensionPlanRequest: the request the extension writes on the
+// plan's stdin at session_start (protocol 3) overrides the flags: its cwd,
+// trust, profile and session decide the plan; a malformed one is the
+// plan's error, and an extension of another protocol is not read at all.
+func TestPiExtensionPlanRequest(t *testing.T) {
+	t.Parallel()
+	agent, proj := t.TempDir(), t.TempDir()
+	env := map[string]string{envvar.AgentDir: agent, envvar.XDGRuntimeDir: t.TempDir()}
+	p := filepath.Join(proj, ".pi", "facets", "profiles", "local", "config.json")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(`{"version":1,"name":"local","tools":["read"],"instructions":"Project."}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan := func(stdin string, args ...string) pibridge.Plan {
+		t.Helper()
+		code, out, errs := runApp(t, env, stdin, append([]string{"pi-extension", "plan", "--role", "main", "--protocol", strconv.Itoa(pibridge.Protocol), "--no-trust"}, args...)...)
+		var pl pibridge.Plan
+		if code != 0 || json.Unmarshal([]byte(out), &pl) != nil {
+			t.Fatalf("plan %q < %q = %d %s %s", args, stdin, code, out, errs)
+		}
+		return pl
+	}
+	req, _ := json.Marshal(map[string]any{"cwd": proj, "trust": true, "profile": "local", "mainSession": "s1"})
+	if pl := plan(string(req)); pl.Error != "" || pl.Profile == nil || pl.Profile.Name != "local" || pl.Serve {
+		t.Errorf("plan from the request = %+v, want profile local from the trusted project and no serve", pl)
+	}
+	if pl := plan("", "-C", proj, "--profile", "local"); !strings.Contains(pl.Error, "local") || pl.Profile != nil {
+		t.Errorf("plan from flags alone (untrusted) = %+v, want local unknown", pl)
+	}
+	if pl := plan(`{"cwd":`); !strings.Contains(pl.Error, "read the plan request") {
+		t.Errorf("malformed request: plan error %q", pl.Error)
+	}
+	if pl := plan(`{"profle":"x"}`); !strings.Contains(pl.Error, "profle") {
+		t.Errorf("unknown request field: plan error %q", pl.Error)
+	}
+	code, out, _ := runApp(t, env, `{"cwd":`, "pi-extension", "plan", "--role", "main", "--protocol", "2")
+	if code != 0 || !strings.Contains(out, `"mismatch":"The facets Pi extension (protocol 2`) {
+		t.Errorf("protocol 2 extension = %d %s, want the mismatch plan", code, out)
 	}
 }
 

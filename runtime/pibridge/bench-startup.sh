@@ -5,7 +5,8 @@
 #   plain     pi                            (Pi's built-in extensions, no facets)
 #   ext       pi, facets extension installed (auto-discovered)
 #   profile   pi --profile worker, installed
-# facets' cost is ext - plain and profile - plain. A benchmark, not a test:
+# facets' cost is ext - plain and profile - plain (also as the median of the
+# per-round differences, "paired", which is steadier). A benchmark, not a test:
 # run it by hand on a quiet machine (it prints the load average before and
 # after, since other work skews it).
 #
@@ -119,12 +120,17 @@ for r in $(seq "$rounds"); do
 	n=${#variants[@]}
 	for ((i = 0; i < n; i++)); do one "${variants[$(((r + i) % n))]}"; done
 done
-median() { sort -n "$tmp/$1" | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2))}'; }
-plain=$(median plain)
-plaincpu=$(median plain.cpu)
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2))}'; }
+# paired prints the median over rounds of (variant - plain) within each
+# round: the two runs of a round are seconds apart, so drift in the load
+# cancels out, which the difference of the two medians does not do.
+paired() { paste "$tmp/$1" "$tmp/$2" | awk '{print $1 - $2}' | median; }
+plain=$(median < "$tmp/plain")
+plaincpu=$(median < "$tmp/plain.cpu")
 for v in "${variants[@]}"; do
-	m=$(median "$v")
-	c=$(median "$v.cpu")
-	printf '%-12s wall median %5d ms (%+5d vs plain)   cpu median %5d ms (%+5d vs plain)\n' "$v" "$m" $((m - plain)) "$c" $((c - plaincpu))
+	m=$(median < "$tmp/$v")
+	c=$(median < "$tmp/$v.cpu")
+	printf '%-12s wall median %5d ms (%+5d vs plain, paired %+5d)   cpu median %5d ms (%+5d vs plain, paired %+5d)\n' \
+		"$v" "$m" $((m - plain)) "$(paired "$v" plain)" "$c" $((c - plaincpu)) "$(paired "$v.cpu" plain.cpu)"
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -9,9 +9,11 @@ import (
 // Pi extension it installs: the plan and serve command lines, the Plan JSON
 // and the serve requests and events. It changes whenever one side could
 // misread the other. Protocol 1 is every extension from before the
-// handshake, which passed no --protocol; index.ts spells the same number as
-// its PROTOCOL constant (a test keeps them equal).
-const Protocol = 2
+// handshake, which passed no --protocol; protocol 2 passed the whole plan
+// request as flags; protocol 3 starts the plan when Pi loads the extension
+// and sends the rest of the request on its stdin (PlanRequest). index.ts
+// spells the same number as its PROTOCOL constant (a test keeps them equal).
+const Protocol = 3
 
 // protocolBeforeHandshake is what an extension that passes no --protocol speaks.
 const protocolBeforeHandshake = 1

@@ -36,11 +36,11 @@ func TestOpenOwnedHostileManifest(t *testing.T) {
 }
 
 // TestWriteReplacesLinksAndRefusesFIFO: pi-extension install replaces a
-// link at index.ts or facets-bridge.json (its target, here a stand-in for
+// link at any file it writes (its target, here a stand-in for
 // a file of the user's, is untouched) and refuses a FIFO there instead of
 // blocking on it.
 func TestWriteReplacesLinksAndRefusesFIFO(t *testing.T) {
-	for _, name := range []string{ExtensionFile, ConfigFile} {
+	for _, name := range []string{ExtensionFile, ConfigFile, LegacyFile, PackageFile} {
 		dir, outside := t.TempDir(), t.TempDir()
 		target := filepath.Join(outside, "mine")
 		os.WriteFile(target, []byte("keep"), 0o644)

@@ -528,7 +528,7 @@ func TestMainProfileAppliesToRealPi(t *testing.T) {
 	// the extension finds this facets binary through facets-bridge.json.
 	cmd := exec.Command(e.facets, "pi-extension", "install")
 	cmd.Env = e.env
-	if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != filepath.Join(e.agentDir, "extensions", "facets", "index.ts") {
+	if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != filepath.Join(e.agentDir, "extensions", "facets", pibridge.ExtensionFile) {
 		t.Fatalf("facets pi-extension install: %v: %s", err, out)
 	}
 	start := time.Now()

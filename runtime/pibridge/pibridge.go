@@ -18,12 +18,35 @@ import (
 	"github.com/facets-dev/facets/internal/safefile"
 )
 
-//go:embed extension/index.ts
+//go:generate bash extension/build.sh
+
+// extensionSource is index.js, TypeScript's output for extension/index.ts
+// (extension/build.sh; TestExtensionJSIsCurrent keeps it current).
+//
+//go:embed extension/index.js
 var extensionSource []byte
 
-// ExtensionFile is the file name of the extension entry point; Pi discovers
-// `<agentDir>/extensions/<dir>/index.ts`, so the default install uses it.
-const ExtensionFile = "index.ts"
+// ExtensionFile is the file name of the extension entry point. It is
+// JavaScript, which Pi imports natively; a .ts entry point would go
+// through jiti's TypeScript transform at every start.
+const ExtensionFile = "index.js"
+
+// PackageFile declares index.js an ES module and Pi's entry point of the
+// directory. Pi reads it before looking for index.ts or index.js, so the
+// LegacyFile beside it is never what Pi discovers.
+const PackageFile = "package.json"
+
+const packageSource = `{"type": "module", "pi": {"extensions": ["./index.js"]}}` + "\n"
+
+// LegacyFile is where installs before index.js put the extension. It now
+// re-exports index.js, so a Main Pi still running an old extension, and
+// anything else that names index.ts (pi -e, $FACETS_PI_BRIDGE), loads the
+// current one.
+const LegacyFile = "index.ts"
+
+const legacySource = "// facets bridge for Pi: the extension is index.js beside this file; this\n" +
+	"// file keeps the path installs before it used working.\n" +
+	"export { default } from \"./index.js\";\n"
 
 // ConfigFile sits beside the extension and tells it which facets binary to
 // run, so a Sub launched with `--no-extensions -e <bridge>` finds the same
@@ -48,12 +71,14 @@ func DefaultDir(agentDir string) string {
 	return filepath.Join(agentDir, "extensions", "facets")
 }
 
-// Write installs the extension into dir (created with mode 0755 if missing)
-// as index.ts plus its ConfigFile, and returns the absolute path of index.ts,
-// which is what `pi -e` and FACETS_PI_BRIDGE take. Files are replaced
-// atomically so a Pi starting concurrently never loads half a file, and
-// replaced, never written through: a link at either is replaced and a
-// special file refused (safefile.WriteFileIn below dir).
+// Write installs the extension into dir (created with mode 0755 if
+// missing): its ConfigFile, index.js, the LegacyFile and the PackageFile,
+// in that order, so that Pi never discovers an entry point before the files
+// it reads. It returns the absolute path of index.js, which is what
+// `pi -e` and FACETS_PI_BRIDGE take. Files are replaced atomically so a Pi
+// starting concurrently never loads half a file, and replaced, never
+// written through: a link at any of them is replaced and a special file
+// refused (safefile.WriteFileIn below dir).
 func Write(dir string, cfg Config) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -66,12 +91,18 @@ func Write(dir string, cfg Config) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("install pi extension: %w", err)
 	}
-	if err := safefile.WriteFileIn(abs, filepath.Join(abs, ConfigFile), append(conf, '\n'), 0o644); err != nil {
-		return "", err
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{
+		{ConfigFile, append(conf, '\n')},
+		{ExtensionFile, extensionSource},
+		{LegacyFile, []byte(legacySource)},
+		{PackageFile, []byte(packageSource)},
+	} {
+		if err := safefile.WriteFileIn(abs, filepath.Join(abs, f.name), f.data, 0o644); err != nil {
+			return "", err
+		}
 	}
-	path := filepath.Join(abs, ExtensionFile)
-	if err := safefile.WriteFileIn(abs, path, extensionSource, 0o644); err != nil {
-		return "", err
-	}
-	return path, nil
+	return filepath.Join(abs, ExtensionFile), nil
 }

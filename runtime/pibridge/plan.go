@@ -1,9 +1,11 @@
 package pibridge
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -77,6 +79,45 @@ type Plan struct {
 	// process at startup, not two.
 	Serve bool `json:"serve,omitempty"`
 }
+
+// PlanRequest is what the extension tells the plan about its Pi: the
+// facts Pi knows only when its session starts. The extension starts
+// `facets pi-extension plan` as soon as Pi loads it, so the binary starts
+// while Pi is still starting, and writes the request on the plan's stdin
+// at session_start (protocol 3). Each set field overrides the flag of the
+// same name; an empty stdin leaves the flags alone.
+type PlanRequest struct {
+	Cwd         string   `json:"cwd,omitempty"`         // -C
+	Trust       *bool    `json:"trust,omitempty"`       // --trust or --no-trust
+	RolePacks   []string `json:"rolePacks,omitempty"`   // --role-pack, each
+	Profile     string   `json:"profile,omitempty"`     // --profile
+	MainSession string   `json:"mainSession,omitempty"` // --main-session
+}
+
+// ReadRequest reads a PlanRequest from r up to EOF; ok is false when r
+// holds nothing but white space.
+func ReadRequest(r io.Reader) (req PlanRequest, ok bool, err error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxRequestBytes+1))
+	if err != nil {
+		return req, false, fmt.Errorf("read the plan request: %w", err)
+	}
+	if len(data) > maxRequestBytes {
+		return req, false, fmt.Errorf("read the plan request: more than %d bytes", maxRequestBytes)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return req, false, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, false, fmt.Errorf("read the plan request: %w", err)
+	}
+	return req, true, nil
+}
+
+// maxRequestBytes bounds the request: a cwd, a session id and some role
+// pack paths fit many times over.
+const maxRequestBytes = 1 << 20
 
 // HasRuns reports whether the Main session mainSession has run channels
 // under the runtime root, i.e. Subs whose deliveries its serve must watch.

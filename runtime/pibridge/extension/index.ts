@@ -1,5 +1,6 @@
-// facets bridge for Pi. Written by `facets pi-extension install`; the source
-// of truth is runtime/pibridge/extension/index.ts in the facets repository.
+// facets bridge for Pi. Written by `facets pi-extension install` as index.js,
+// which TypeScript compiles from this file; the source of truth is
+// runtime/pibridge/extension/index.ts in the facets repository.
 //
 // This file only maps Pi's extension API onto the facets binary. Profiles,
 // prompt sections and the channel protocol are decided in Go:
@@ -7,18 +8,18 @@
 //   facets pi-extension serve  -> channel deliveries, receipts and Sub talk
 //   facets delegate|talk|interrupt|close|list -> the Main's tools
 //   facets invoke -> /sub:<profile>
-import type { ExtensionAPI, ExtensionContext, SessionEntry, ToolInfo } from "@earendil-works/pi-coding-agent";
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import type { ExtensionAPI, ExtensionContext, SessionEntry, ToolInfo } from "@earendil-works/pi-coding-agent";
 
 const SELF = fileURLToPath(import.meta.url);
 // PROTOCOL is this file's side of the version handshake (pibridge.Protocol
 // in Go; a test keeps the two equal). Extensions from before the handshake
-// are protocol 1.
-const PROTOCOL = 2;
+// are protocol 1; protocol 3 sends the plan its request on stdin.
+const PROTOCOL = 3;
 const FIX = "facets pi-extension install";
 const DELIVERY_PREFIX = "[Facets delivery v1] ";
 const ROLE_DISCOVERY = "pi-herdr-subagents:roles:discover:v1";
@@ -90,34 +91,56 @@ async function olderBinary(): Promise<string> {
   return `The facets Pi extension (${ext}) does not match the facets binary (protocol 1, facets ${v} at ${FACETS}). Run \`${FIX}\` with the facets you want Pi to use, then restart Pi.`;
 }
 
-// run executes facets with args; input, when given, is written to stdin so
-// large or secret values never travel on a command line. It never throws:
-// a facets that cannot start, exits before reading its input (EPIPE on
-// stdin) or breaks a pipe is an answer with a non-zero code, because an
-// unhandled stream error would take the whole Pi process down.
+// Proc is a running facets command: result settles when it has exited;
+// finish writes its input (large or secret values never travel on a
+// command line) and closes its stdin; hold(false) lets Pi exit while it
+// still runs, hold(true) undoes that.
+type Proc = { result: Promise<Result>; finish: (input?: string) => void; hold: (held: boolean) => void };
+type Handle = { ref?: () => void; unref?: () => void };
+
+// start spawns facets with args. It never throws: a facets that cannot
+// start, exits before reading its input (EPIPE on stdin) or breaks a pipe
+// is an answer with a non-zero code, because an unhandled stream error
+// would take the whole Pi process down.
+function start(args: string[], opts: { cwd?: string; signal?: AbortSignal } = {}): Proc {
+  let stdout = "";
+  let stderr = "";
+  let child: ChildProcess;
+  let resolve!: (r: Result) => void;
+  const result = new Promise<Result>((r) => (resolve = r));
+  try {
+    child = spawn(FACETS, args, { cwd: opts.cwd, stdio: ["pipe", "pipe", "pipe"], signal: opts.signal });
+  } catch (err) {
+    resolve({ code: -1, stdout, stderr: `cannot run ${FACETS}: ${String(err)}` });
+    return { result, finish: () => {}, hold: () => {} };
+  }
+  const streamError = (err: Error) => (stderr += `${stderr && !stderr.endsWith("\n") ? "\n" : ""}${String(err)}`);
+  child.stdout?.on("data", (d) => (stdout += d));
+  child.stderr?.on("data", (d) => (stderr += d));
+  child.stdout?.on("error", streamError);
+  child.stderr?.on("error", streamError);
+  // EPIPE here only means facets did not read all of its input; its exit
+  // status and output say why.
+  child.stdin?.on("error", () => {});
+  child.on("error", (err) => resolve({ code: -1, stdout, stderr: stderr + `cannot run ${FACETS}: ${String(err)}` }));
+  child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  const handles = [child, child.stdin, child.stdout, child.stderr] as Handle[];
+  return {
+    result,
+    finish: (input) => {
+      if (child.stdin && !child.stdin.destroyed) child.stdin.end(input ?? "");
+    },
+    hold: (held) => {
+      for (const h of handles) (held ? h?.ref : h?.unref)?.call(h);
+    },
+  };
+}
+
+// run executes facets with args and input on its stdin (see start).
 function run(args: string[], opts: { cwd?: string; input?: string; signal?: AbortSignal } = {}): Promise<Result> {
-  return new Promise((resolve) => {
-    let stdout = "";
-    let stderr = "";
-    let child: ChildProcess;
-    try {
-      child = spawn(FACETS, args, { cwd: opts.cwd, stdio: ["pipe", "pipe", "pipe"], signal: opts.signal });
-    } catch (err) {
-      resolve({ code: -1, stdout, stderr: `cannot run ${FACETS}: ${String(err)}` });
-      return;
-    }
-    const streamError = (err: Error) => (stderr += `${stderr && !stderr.endsWith("\n") ? "\n" : ""}${String(err)}`);
-    child.stdout?.on("data", (d) => (stdout += d));
-    child.stderr?.on("data", (d) => (stderr += d));
-    child.stdout?.on("error", streamError);
-    child.stderr?.on("error", streamError);
-    // EPIPE here only means facets did not read all of its input; its exit
-    // status and output say why.
-    child.stdin?.on("error", () => {});
-    child.on("error", (err) => resolve({ code: -1, stdout, stderr: stderr + `cannot run ${FACETS}: ${String(err)}` }));
-    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
-    child.stdin?.end(opts.input ?? "");
-  });
+  const p = start(args, opts);
+  p.finish(opts.input);
+  return p.result;
 }
 
 // textOf is the text of a recorded user message (the delivery header is
@@ -379,6 +402,17 @@ export default function (pi: ExtensionAPI) {
   }
 
   const mainSession = () => ctxRef?.sessionManager.getSessionId() ?? "";
+
+  // The plan is started here, when Pi loads the extension, not at
+  // session_start: most of its cost is the facets process starting, which
+  // then overlaps the rest of Pi's startup. It waits for its request
+  // (PlanRequest in Go) on stdin, which session_start writes; until then
+  // it does not keep Pi alive (a Pi that never starts a session exits, and
+  // the plan with it).
+  const planArgs = ["pi-extension", "plan", "--role", isSub ? "sub" : "main", "--protocol", String(PROTOCOL), "--extension-version", EXT_VERSION];
+  let earlyPlan: Proc | undefined = start(planArgs);
+  earlyPlan.hold(false);
+
   if (!isSub) {
     pi.registerFlag("profile", { description: "Start with a Facets profile (model, thinking, tools, skills, instructions)", type: "string" });
     pi.registerCommand("profiles", {
@@ -400,14 +434,16 @@ export default function (pi: ExtensionAPI) {
     pi.events.emit(ROLE_DISCOVERY, { apiVersion: 1, register: (p: unknown) => typeof p === "string" && packs.push(p) });
     rolePacks = packs;
     trusted = ctx.isProjectTrusted();
-    const args = ["pi-extension", "plan", "--role", isSub ? "sub" : "main", "--protocol", String(PROTOCOL),
-      "--extension-version", EXT_VERSION, "-C", ctx.cwd, trusted ? "--trust" : "--no-trust"];
-    for (const p of packs) args.push("--role-pack", p);
     const flag = isSub ? undefined : pi.getFlag("profile");
     const profile = typeof flag === "string" ? flag : undefined;
-    if (profile) args.push("--profile", profile);
-    if (!isSub) args.push("--main-session", ctx.sessionManager.getSessionId());
-    const r = await run(args, { cwd: ctx.cwd });
+    const planRequest = { cwd: ctx.cwd, trust: trusted, rolePacks: packs, profile, mainSession: isSub ? undefined : ctx.sessionManager.getSessionId() };
+    // The first session of this extension instance uses the plan started
+    // at load; a later one (a session switch) starts its own.
+    const proc = earlyPlan ?? start(planArgs, { cwd: ctx.cwd });
+    earlyPlan = undefined;
+    proc.hold(true);
+    proc.finish(JSON.stringify(planRequest));
+    const r = await proc.result;
     try {
       plan = JSON.parse(r.stdout) as Plan;
     } catch {
@@ -536,6 +572,8 @@ export default function (pi: ExtensionAPI) {
     request({ op: "settled", aborted: event.aborted });
   });
   pi.on("session_shutdown", async (event) => {
+    earlyPlan?.finish();
+    earlyPlan = undefined;
     if (isSub && event.reason === "quit") request({ op: "quit" });
     const child = serve;
     serve = undefined;
