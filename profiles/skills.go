@@ -143,7 +143,7 @@ func privateSkills(profileDir, subject string, real *RealPaths, maxDepth, maxEnt
 				// rather than let the skill vanish from the launch.
 				if (isRoot && strings.HasSuffix(name, ".md")) || strings.EqualFold(name, "SKILL.md") {
 					probs = append(probs, diag.Diagnostic{Severity: diag.Error, File: p, Code: "unreadable-skills", Subject: subject,
-						Message: fmt.Sprintf("skill %s is %s, not a regular file; it is not loaded", p, safefile.Kind(modeOf(st.Mode))),
+						Message: fmt.Sprintf("skill %s is %s, not a regular file; it is not loaded", p, safefile.Kind(modeOf(uint32(st.Mode)))),
 						Hint:    "replace it with a regular Markdown file, or remove it"})
 				}
 			}

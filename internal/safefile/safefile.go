@@ -71,7 +71,7 @@ func read(path string, limit int64, private bool) ([]byte, error) {
 		return 0, syscall.Stat(path, &st)
 	}); err != nil {
 		return fail("open", err) // as a plain open would say
-	} else if mode := fileMode(st.Mode); !mode.IsRegular() {
+	} else if mode := fileMode(uint32(st.Mode)); !mode.IsRegular() {
 		return fail("read", notRegular(mode))
 	}
 	// O_NONBLOCK: should the path have become a FIFO since the stat, the
@@ -92,7 +92,7 @@ func read(path string, limit int64, private bool) ([]byte, error) {
 	if _, err := retry(func() (int, error) { return 0, syscall.Fstat(fd, &st) }); err != nil {
 		return fail("stat", err)
 	}
-	mode := fileMode(st.Mode)
+	mode := fileMode(uint32(st.Mode))
 	if !mode.IsRegular() {
 		return fail("read", notRegular(mode))
 	}

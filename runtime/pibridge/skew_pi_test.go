@@ -20,6 +20,10 @@ type skewCase struct {
 	env    []string
 	// want are the parts of the mismatch message: both versions and the fix.
 	want []string
+	// once is the phrase the message holds once (the warning is not repeated).
+	once string
+	// unreachable: no facets can run, so a Sub cannot tell its Main.
+	unreachable bool
 }
 
 // olderExtension installs the extension as it was before the handshake
@@ -38,7 +42,7 @@ func olderExtension(t *testing.T, e *piEnv) skewCase {
 	return skewCase{bridge: filepath.Join(dir, "index.ts"), want: []string{
 		"The facets Pi extension (protocol 1, installed before the version handshake) does not match the facets binary (protocol " +
 			strconv.Itoa(pibridge.Protocol) + ", facets ",
-		" at " + e.facets + ")", "Run `facets pi-extension install`"}}
+		" at " + e.facets + ")", "Run `facets pi-extension install`"}, once: "does not match"}
 }
 
 // olderBinary is the current extension with a stand-in for a facets from
@@ -57,7 +61,17 @@ func olderBinary(t *testing.T, e *piEnv) skewCase {
 	return skewCase{bridge: e.bridge, env: []string{"FACETS_BIN=" + standIn}, want: []string{
 		"The facets Pi extension (protocol " + strconv.Itoa(pibridge.Protocol) + ", installed by facets " + testExtensionVersion +
 			") does not match the facets binary (protocol 1, facets 0.0.9 at " + standIn + ")",
-		"Run `facets pi-extension install`"}}
+		"Run `facets pi-extension install`"}, once: "does not match"}
+}
+
+// missingBinary is the current extension whose facets is gone (moved or
+// uninstalled, the extension left in place): plain Pi must still start.
+func missingBinary(t *testing.T, e *piEnv) skewCase {
+	gone := filepath.Join(t.TempDir(), "gone", "facets")
+	return skewCase{bridge: e.bridge, env: []string{"FACETS_BIN=" + gone}, want: []string{
+		"The facets Pi extension cannot start facets (cannot run " + gone + ": Error: spawn " + gone + " ENOENT)",
+		"Run `facets pi-extension install`", "remove the facets extension to use Pi without Facets"},
+		once: "cannot start facets", unreachable: true}
 }
 
 // TestVersionSkewWithRealPi runs real Pi with an extension and a binary of
@@ -72,6 +86,7 @@ func TestVersionSkewWithRealPi(t *testing.T) {
 	}{
 		{"older extension", olderExtension},
 		{"older binary", olderBinary},
+		{"missing binary", missingBinary},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mock := startMock(t, func(n int, req chatRequest) reply { return reply{Text: "plain pi answer"} })
@@ -88,7 +103,7 @@ func TestVersionSkewWithRealPi(t *testing.T) {
 			}
 
 			_, stderr, code := e.runExit(sk.env, "--no-extensions", "-e", sk.bridge, "--no-session", "--profile", "worker", "-p", "hello")
-			if code != 1 || !hasAll(stderr) || strings.Count(stderr, "does not match") != 1 {
+			if code != 1 || !hasAll(stderr) || strings.Count(stderr, sk.once) != 1 {
 				t.Errorf("pi --profile: exit status %d, stderr %q; want 1 and one message with %q", code, stderr, sk.want)
 			}
 			if n := len(mock.Requests()); n != 0 {
@@ -96,7 +111,7 @@ func TestVersionSkewWithRealPi(t *testing.T) {
 			}
 
 			stdout, stderr, code := e.runExit(sk.env, "--no-extensions", "-e", sk.bridge, "--no-session", "-p", "hello")
-			if code != 0 || !strings.Contains(stdout, "plain pi answer") || !hasAll(stderr) || strings.Count(stderr, "does not match") != 1 {
+			if code != 0 || !strings.Contains(stdout, "plain pi answer") || !hasAll(stderr) || strings.Count(stderr, sk.once) != 1 {
 				t.Errorf("plain pi: exit status %d, stdout %q, stderr %q; want 0, the model's answer and one warning with %q", code, stdout, stderr, sk.want)
 			}
 			if reqs := mock.Requests(); len(reqs) == 1 {
@@ -121,7 +136,13 @@ func TestVersionSkewWithRealPi(t *testing.T) {
 				t.Errorf("Sub: exit status %d, stderr %q; want 1 and %q", code, stderr, sk.want)
 			}
 			msgs, _, err := ch.Pending(channel.ToMain)
-			if err != nil || len(msgs) != 1 || !strings.HasPrefix(msgs[0].Text, "Unable to initialize Sub profile: ") || !hasAll(msgs[0].Text) {
+			if sk.unreachable {
+				// Without a facets nothing can write the channel; the Sub
+				// still exits 1 (above), which ends its tab.
+				if err != nil || len(msgs) != 0 {
+					t.Errorf("to-main = %+v (%v), want nothing: no facets could have sent it", msgs, err)
+				}
+			} else if err != nil || len(msgs) != 1 || !strings.HasPrefix(msgs[0].Text, "Unable to initialize Sub profile: ") || !hasAll(msgs[0].Text) {
 				t.Errorf("the Main was not told why the Sub did not start: to-main = %+v (%v)", msgs, err)
 			}
 			if n := len(mock.Requests()) - before; n != 0 {

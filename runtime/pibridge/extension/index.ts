@@ -59,7 +59,9 @@ type PlanTool = {
 };
 type Params = Record<string, unknown>;
 type ThinkingLevel = Parameters<ExtensionAPI["setThinkingLevel"]>[0];
-type Result = { code: number; stdout: string; stderr: string };
+// unstartable is set when the facets binary could not be started at all
+// (missing, not executable), as opposed to one that ran and failed.
+type Result = { code: number; stdout: string; stderr: string; unstartable?: boolean };
 type BridgeEvent = { type: string; id?: number; runId?: string; messageId?: string; text?: string; error?: string; reason?: string };
 // RunnerAnswer is what the runtime commands print with --format json.
 type RunnerAnswer = { ok: boolean; text?: string; error?: string; [k: string]: unknown };
@@ -111,7 +113,7 @@ function start(args: string[], opts: { cwd?: string; signal?: AbortSignal } = {}
   try {
     child = spawn(FACETS, args, { cwd: opts.cwd, stdio: ["pipe", "pipe", "pipe"], signal: opts.signal });
   } catch (err) {
-    resolve({ code: -1, stdout, stderr: `cannot run ${FACETS}: ${String(err)}` });
+    resolve({ code: -1, stdout, stderr: `cannot run ${FACETS}: ${String(err)}`, unstartable: true });
     return { result, finish: () => {}, hold: () => {} };
   }
   const streamError = (err: Error) => (stderr += `${stderr && !stderr.endsWith("\n") ? "\n" : ""}${String(err)}`);
@@ -122,7 +124,7 @@ function start(args: string[], opts: { cwd?: string; signal?: AbortSignal } = {}
   // EPIPE here only means facets did not read all of its input; its exit
   // status and output say why.
   child.stdin?.on("error", () => {});
-  child.on("error", (err) => resolve({ code: -1, stdout, stderr: stderr + `cannot run ${FACETS}: ${String(err)}` }));
+  child.on("error", (err) => resolve({ code: -1, stdout, stderr: stderr + `cannot run ${FACETS}: ${String(err)}`, unstartable: true }));
   child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
   const handles = [child, child.stdin, child.stdout, child.stderr] as Handle[];
   return {
@@ -456,6 +458,10 @@ export default function (pi: ExtensionAPI) {
     let mismatch = plan?.mismatch;
     if (!mismatch && ((!plan && /unknown flag: --protocol/.test(r.stderr)) || (plan && plan.protocol !== PROTOCOL)))
       mismatch = await olderBinary();
+    // A binary that is gone (facets moved or uninstalled, the extension
+    // left behind) is treated as a skew: plain Pi must stay usable.
+    if (!mismatch && r.unstartable)
+      mismatch = `The facets Pi extension cannot start facets (${r.stderr.trim()}). Run \`${FIX}\` with the facets you want Pi to use and restart Pi, or remove the facets extension to use Pi without Facets.`;
     if (mismatch) {
       plan = { role: isSub ? "sub" : "main", sections: {}, profiles: { text: mismatch, level: "warning" } };
       for (const k of ["facets_profiles", "facets_main", "facets_profile"]) plan.sections[k] = "";
