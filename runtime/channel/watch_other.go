@@ -1,0 +1,487 @@
+//go:build !linux
+
+// The portable watcher: file events through fsnotify (kqueue on macOS and
+// the BSDs), scanned on the watcher's own goroutine. Linux has its own,
+// reading inotify directly (watch_linux.go); both share the behaviour the
+// watcher tests check, which run on Linux.
+
+package channel
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// DefaultRescan is the period of the fallback scan, which catches what file
+// events missed and re-attaches watches.
+const DefaultRescan = 5 * time.Second
+
+// WatchOptions tunes a Watcher; zero values mean the defaults.
+type WatchOptions struct {
+	Rescan time.Duration // period of the fallback scan that also re-attaches watches
+	// Report receives watch failures, once per distinct failure per channel.
+	Report func(error)
+
+	// noNotify disables fsnotify so tests can prove the rescan alone delivers.
+	noNotify bool
+}
+
+// Watcher wakes the receiving side of many channels: it scans a channel on
+// start, after a relevant file event, and on every rescan. The first wake
+// of a quiet channel is scanned at once; wakes that arrive while scans run
+// are coalesced into one more scan of each woken channel, so a burst costs
+// a few scans, not one per message. Scans run one at a time on the
+// Watcher's goroutine, so one slow or broken channel delays but never
+// stops the others.
+type Watcher struct {
+	direction Direction
+	scan      func(*Channel)
+	opts      WatchOptions
+	fw        *fsnotify.Watcher
+
+	mu       sync.Mutex
+	channels map[string]*watched // by channel dir
+	slots    map[string]slot     // attached watch path → owner
+	dirty    map[string]bool     // woken by Add, waiting for the loop
+	closing  map[string]bool     // channels told closing; kept after they end
+
+	poke    chan struct{}
+	flush   chan chan struct{}
+	done    chan struct{}
+	stopped chan struct{}
+	once    sync.Once
+}
+
+type watched struct {
+	ch       *Channel
+	reported string // last reported watch failure
+}
+
+type slot struct {
+	dir   string // channel dir
+	inbox bool   // inbox slot, otherwise the channel dir slot
+}
+
+// NewWatcher starts a watcher for the inboxes of direction d; scan is called
+// with each channel that needs a look (typically Receiver.Scan, plus reading
+// the control files this side reacts to: session.json and closed.json for
+// the Main, close.json and interrupt.json for the Sub). Close must be called
+// to release the watches, timers and goroutine.
+func NewWatcher(d Direction, scan func(*Channel), opts WatchOptions) (*Watcher, error) {
+	if !d.Valid() {
+		return nil, fmt.Errorf("watch: unknown direction %q", d)
+	}
+	if opts.Rescan <= 0 {
+		opts.Rescan = DefaultRescan
+	}
+	if opts.Report == nil {
+		opts.Report = func(error) {}
+	}
+	w := &Watcher{direction: d, scan: scan, opts: opts,
+		channels: map[string]*watched{}, slots: map[string]slot{}, dirty: map[string]bool{}, closing: map[string]bool{},
+		poke: make(chan struct{}, 1), flush: make(chan chan struct{}), done: make(chan struct{}), stopped: make(chan struct{})}
+	if !opts.noNotify {
+		fw, err := fsnotify.NewBufferedWatcher(eventBuffer)
+		if err != nil {
+			// Without inotify the rescan still delivers, only slower.
+			opts.Report(fmt.Errorf("file watching unavailable; the %v scan remains active: %w", opts.Rescan, err))
+		} else {
+			w.fw = fw
+		}
+	}
+	go w.run()
+	return w, nil
+}
+
+// Add starts watching ch and schedules its initial scan.
+func (w *Watcher) Add(ch *Channel) {
+	w.mu.Lock()
+	if _, ok := w.channels[ch.Dir()]; !ok {
+		w.channels[ch.Dir()] = &watched{ch: ch}
+	}
+	w.dirty[ch.Dir()] = true
+	w.mu.Unlock()
+	w.attach(ch.Dir())
+	w.wake()
+}
+
+// Remove stops watching ch; a scan already running may still finish.
+func (w *Watcher) Remove(ch *Channel) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.drop(ch.Dir())
+}
+
+// Closing tells the watcher that ch is being closed, so its directory may
+// be removed at any moment (the runtime removes a closed run's channel once
+// its messages are delivered, and a channel is never recreated). From then
+// on a missing directory is the end of the channel, not a failure: it is
+// not reported (also after a later Add), and scans go on until the owner,
+// who sees the directory gone, calls Remove.
+func (w *Watcher) Closing(ch *Channel) {
+	w.mu.Lock()
+	w.closing[ch.Dir()] = true
+	w.mu.Unlock()
+}
+
+// drop forgets a channel and its watches; w.mu is held.
+func (w *Watcher) drop(dir string) {
+	if _, ok := w.channels[dir]; !ok {
+		return
+	}
+	for _, p := range w.paths(dir) {
+		if _, ok := w.slots[p]; ok {
+			_ = w.fw.Remove(p)
+			delete(w.slots, p)
+		}
+	}
+	delete(w.channels, dir)
+	delete(w.dirty, dir)
+}
+
+// ended reports whether dir is a channel told closing whose directory is
+// gone; w.mu is held.
+func (w *Watcher) ended(dir string) bool {
+	if !w.closing[dir] {
+		return false
+	}
+	_, err := os.Lstat(dir)
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// Close stops the watcher and waits until its goroutine, timers and
+// fsnotify watches are released. Scan is not called after Close returns.
+func (w *Watcher) Close() error {
+	var err error
+	w.once.Do(func() {
+		close(w.done)
+		<-w.stopped
+		if w.fw != nil {
+			if cerr := w.fw.Close(); cerr != nil {
+				err = fmt.Errorf("close watcher: %w", cerr)
+			}
+		}
+	})
+	return err
+}
+
+// Flush scans every channel woken so far (by Add or a file event already
+// read) and returns when those scans are done or the watcher is closed.
+// With Add of every channel before it, it is a barrier: whatever was
+// written before is seen.
+func (w *Watcher) Flush() {
+	done := make(chan struct{})
+	select {
+	case w.flush <- done:
+		<-done
+	case <-w.stopped:
+	}
+}
+
+func (w *Watcher) wake() {
+	select {
+	case w.poke <- struct{}{}:
+	default:
+	}
+}
+
+// paths are the watched directories of a channel: the channel dir and the inbox.
+func (w *Watcher) paths(dir string) [2]string {
+	return [2]string{dir, filepath.Join(dir, string(w.direction))}
+}
+
+// attach (re)adds the missing watches of one channel and reports a failure
+// once per distinct message; a success clears the report. Without fsnotify
+// there is nothing to attach, and NewWatcher has reported that already.
+func (w *Watcher) attach(dir string) {
+	if w.fw == nil {
+		return
+	}
+	w.mu.Lock()
+	wc, ok := w.channels[dir]
+	if !ok {
+		w.mu.Unlock()
+		return
+	}
+	var errs []error
+	for i, p := range w.paths(dir) {
+		if _, ok := w.slots[p]; ok {
+			continue
+		}
+		if err := w.fw.Add(p); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		w.slots[p] = slot{dir: dir, inbox: i == 1}
+	}
+	var report error
+	if len(errs) > 0 && w.ended(dir) {
+		// The end of a closing channel, not a failure: its owner learns of
+		// it from the next scan and stops watching it.
+		wc.reported = ""
+	} else if len(errs) > 0 {
+		msg := errors.Join(errs...).Error()
+		if msg != wc.reported {
+			wc.reported = msg
+			report = fmt.Errorf("file watching unavailable for %s; the %v scan remains active: %s", dir, w.opts.Rescan, msg)
+		}
+	} else {
+		wc.reported = ""
+	}
+	w.mu.Unlock()
+	if report != nil {
+		w.opts.Report(report)
+	}
+}
+
+// wakes decides whether a file event is relevant: any .json name in the
+// inbox, and on the channel dir only the control files this side reacts to.
+// Temp files (*.tmp) and unrelated control writes are ignored.
+func wakes(d Direction, inbox bool, name string) bool {
+	if inbox {
+		return strings.HasSuffix(name, ".json")
+	}
+	if d == ToMain {
+		return name == sessionName || name == closedFile
+	}
+	return name == closeFile || name == interruptFile
+}
+
+// removalSettle is how long the scan after a watched directory's removal
+// waits, so a channel being removed is gone, not half there, when scanned.
+const removalSettle = 20 * time.Millisecond
+
+// slotRemoved reports whether ev removes or renames a watched directory
+// itself (a channel dir or an inbox), not a file in it.
+func (w *Watcher) slotRemoved(ev fsnotify.Event) bool {
+	if ev.Op&(fsnotify.Remove|fsnotify.Rename) == 0 {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.slots[ev.Name]
+	return ok
+}
+
+// classify maps an event to the channel it wakes, detaching a watch whose
+// directory went away so the rescan can retry it.
+func (w *Watcher) classify(ev fsnotify.Event) (string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if s, ok := w.slots[ev.Name]; ok && ev.Op&(fsnotify.Remove|fsnotify.Rename) != 0 {
+		delete(w.slots, ev.Name)
+		return s.dir, true
+	}
+	s, ok := w.slots[filepath.Dir(ev.Name)]
+	// Removing or renaming a file away never adds a message or a control
+	// request; ignoring it keeps the receiver's own acknowledgements from
+	// waking it again, and a channel being removed from being scanned
+	// half-removed.
+	if ev.Op&(fsnotify.Create|fsnotify.Write) == 0 {
+		return "", false
+	}
+	if !ok || !wakes(w.direction, s.inbox, filepath.Base(ev.Name)) {
+		return "", false
+	}
+	return s.dir, true
+}
+
+// eventBuffer is how many file events fsnotify may hold for the loop while
+// it scans, so a burst that arrives during a scan is taken in one drain
+// (and costs one more scan) instead of one event, and one scan, at a time.
+const eventBuffer = 4096
+
+// run is the watcher's one goroutine: it takes file events, wakes and
+// ticks, and scans the woken channels itself, one hand-off after the
+// file event instead of two. Everything that arrived while a scan ran is
+// drained before the next scan, so it is covered by that single scan.
+func (w *Watcher) run() {
+	defer close(w.stopped)
+	var events chan fsnotify.Event
+	var errs chan error
+	if w.fw != nil {
+		events, errs = w.fw.Events, w.fw.Errors
+	}
+	rescan := time.NewTicker(w.opts.Rescan)
+	defer rescan.Stop()
+	pending := map[string]bool{}
+	var waiters []chan struct{} // Flush calls to answer after the next scans
+	mark := func(dir string) { pending[dir] = true }
+	// handle takes one input; it reports false once the watcher closes.
+	// handle takes one input, waiting for it if block is set; it reports
+	// false once the watcher closes, and took=false when nothing was ready.
+	handle := func(block bool) (ok, took bool) {
+		var in loopInput
+		if block {
+			select {
+			case <-w.done:
+				return false, true
+			case in.ev, in.evOK = <-events:
+				in.kind = inEvent
+			case in.err, in.errOK = <-errs:
+				in.kind = inError
+			case <-w.poke:
+				in.kind = inPoke
+			case in.done = <-w.flush:
+				in.kind = inFlush
+			case <-rescan.C:
+				in.kind = inRescan
+			}
+		} else {
+			// A select picks among ready cases at random, so the drain has
+			// its own select whose default runs only when nothing is ready.
+			select {
+			case <-w.done:
+				return false, true
+			case in.ev, in.evOK = <-events:
+				in.kind = inEvent
+			case in.err, in.errOK = <-errs:
+				in.kind = inError
+			case <-w.poke:
+				in.kind = inPoke
+			case in.done = <-w.flush:
+				in.kind = inFlush
+			case <-rescan.C:
+				in.kind = inRescan
+			default:
+				return true, false
+			}
+		}
+		switch in.kind {
+		case inEvent:
+			if !in.evOK {
+				events = nil
+				break
+			}
+			removed := w.slotRemoved(in.ev)
+			if dir, ok := w.classify(in.ev); ok {
+				if removed {
+					// Usually the channel is being removed (its inbox goes
+					// before the channel dir): scanning it mid-removal would
+					// report a broken channel, so let the removal finish.
+					time.AfterFunc(removalSettle, func() { w.markLater(dir) })
+					break
+				}
+				mark(dir)
+			}
+		case inError:
+			if !in.errOK {
+				errs = nil
+				break
+			}
+			// An overflow or watch error may hide events of any channel.
+			w.opts.Report(fmt.Errorf("file watching error; the %v scan remains active: %w", w.opts.Rescan, in.err))
+			for dir := range w.snapshot() {
+				mark(dir)
+			}
+		case inPoke:
+			w.markDirty(mark)
+		case inFlush:
+			w.markDirty(mark)
+			waiters = append(waiters, in.done)
+		case inRescan:
+			for dir := range w.snapshot() {
+				w.attach(dir)
+				mark(dir)
+			}
+		}
+		return true, true
+	}
+	for {
+		if ok, _ := handle(true); !ok {
+			return
+		}
+		for {
+			ok, took := handle(false)
+			if !ok {
+				return
+			}
+			if !took {
+				break
+			}
+		}
+		dirs := slices.Sorted(maps.Keys(pending))
+		clear(pending)
+		w.scanAll(dirs)
+		// Flushes asked before this drain are answered after it: what they
+		// marked is scanned by now.
+		for _, done := range waiters {
+			close(done)
+		}
+		waiters = nil
+	}
+}
+
+// loopInput is one thing the watcher's loop took.
+type loopInput struct {
+	kind  int
+	ev    fsnotify.Event
+	evOK  bool
+	err   error
+	errOK bool
+	done  chan struct{}
+}
+
+// The kinds of loopInput.
+const (
+	inEvent = iota
+	inError
+	inPoke
+	inFlush
+	inRescan
+)
+
+// markDirty hands the channels woken by Add to the loop.
+func (w *Watcher) markDirty(mark func(string)) {
+	w.mu.Lock()
+	for dir := range w.dirty {
+		mark(dir)
+	}
+	clear(w.dirty)
+	w.mu.Unlock()
+}
+
+// markLater wakes dir from outside the loop (a timer), as Add does.
+func (w *Watcher) markLater(dir string) {
+	w.mu.Lock()
+	w.dirty[dir] = true
+	w.mu.Unlock()
+	w.wake()
+}
+
+func (w *Watcher) snapshot() map[string]bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]bool, len(w.channels))
+	for dir := range w.channels {
+		out[dir] = true
+	}
+	return out
+}
+
+// scanAll scans dirs in order, skipping channels no longer watched.
+func (w *Watcher) scanAll(dirs []string) {
+	for _, dir := range dirs {
+		select {
+		case <-w.done:
+			return
+		default:
+		}
+		w.mu.Lock()
+		wc, ok := w.channels[dir]
+		w.mu.Unlock()
+		if ok {
+			w.scan(wc.ch)
+		}
+	}
+}
