@@ -10,21 +10,14 @@ package channel
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
 )
-
-// DefaultRescan is the period of the fallback scan, which catches what file
-// events missed and re-attaches watches.
-const DefaultRescan = 5 * time.Second
 
 // WatchOptions tunes a Watcher; zero values mean the defaults.
 type WatchOptions struct {
@@ -60,11 +53,6 @@ type Watcher struct {
 	done    chan struct{}
 	stopped chan struct{}
 	once    sync.Once
-}
-
-type watched struct {
-	ch       *Channel
-	reported string // last reported watch failure
 }
 
 type slot struct {
@@ -103,37 +91,6 @@ func NewWatcher(d Direction, scan func(*Channel), opts WatchOptions) (*Watcher, 
 	return w, nil
 }
 
-// Add starts watching ch and schedules its initial scan.
-func (w *Watcher) Add(ch *Channel) {
-	w.mu.Lock()
-	if _, ok := w.channels[ch.Dir()]; !ok {
-		w.channels[ch.Dir()] = &watched{ch: ch}
-	}
-	w.dirty[ch.Dir()] = true
-	w.mu.Unlock()
-	w.attach(ch.Dir())
-	w.wake()
-}
-
-// Remove stops watching ch; a scan already running may still finish.
-func (w *Watcher) Remove(ch *Channel) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.drop(ch.Dir())
-}
-
-// Closing tells the watcher that ch is being closed, so its directory may
-// be removed at any moment (the runtime removes a closed run's channel once
-// its messages are delivered, and a channel is never recreated). From then
-// on a missing directory is the end of the channel, not a failure: it is
-// not reported (also after a later Add), and scans go on until the owner,
-// who sees the directory gone, calls Remove.
-func (w *Watcher) Closing(ch *Channel) {
-	w.mu.Lock()
-	w.closing[ch.Dir()] = true
-	w.mu.Unlock()
-}
-
 // drop forgets a channel and its watches; w.mu is held.
 func (w *Watcher) drop(dir string) {
 	if _, ok := w.channels[dir]; !ok {
@@ -147,16 +104,6 @@ func (w *Watcher) drop(dir string) {
 	}
 	delete(w.channels, dir)
 	delete(w.dirty, dir)
-}
-
-// ended reports whether dir is a channel told closing whose directory is
-// gone; w.mu is held.
-func (w *Watcher) ended(dir string) bool {
-	if !w.closing[dir] {
-		return false
-	}
-	_, err := os.Lstat(dir)
-	return errors.Is(err, fs.ErrNotExist)
 }
 
 // Close stops the watcher and waits until its goroutine, timers and
@@ -173,31 +120,6 @@ func (w *Watcher) Close() error {
 		}
 	})
 	return err
-}
-
-// Flush scans every channel woken so far (by Add or a file event already
-// read) and returns when those scans are done or the watcher is closed.
-// With Add of every channel before it, it is a barrier: whatever was
-// written before is seen.
-func (w *Watcher) Flush() {
-	done := make(chan struct{})
-	select {
-	case w.flush <- done:
-		<-done
-	case <-w.stopped:
-	}
-}
-
-func (w *Watcher) wake() {
-	select {
-	case w.poke <- struct{}{}:
-	default:
-	}
-}
-
-// paths are the watched directories of a channel: the channel dir and the inbox.
-func (w *Watcher) paths(dir string) [2]string {
-	return [2]string{dir, filepath.Join(dir, string(w.direction))}
 }
 
 // attach (re)adds the missing watches of one channel and reports a failure
@@ -243,23 +165,6 @@ func (w *Watcher) attach(dir string) {
 		w.opts.Report(report)
 	}
 }
-
-// wakes decides whether a file event is relevant: any .json name in the
-// inbox, and on the channel dir only the control files this side reacts to.
-// Temp files (*.tmp) and unrelated control writes are ignored.
-func wakes(d Direction, inbox bool, name string) bool {
-	if inbox {
-		return strings.HasSuffix(name, ".json")
-	}
-	if d == ToMain {
-		return name == sessionName || name == closedFile
-	}
-	return name == closeFile || name == interruptFile
-}
-
-// removalSettle is how long the scan after a watched directory's removal
-// waits, so a channel being removed is gone, not half there, when scanned.
-const removalSettle = 20 * time.Millisecond
 
 // slotRemoved reports whether ev removes or renames a watched directory
 // itself (a channel dir or an inbox), not a file in it.
@@ -440,48 +345,3 @@ const (
 	inFlush
 	inRescan
 )
-
-// markDirty hands the channels woken by Add to the loop.
-func (w *Watcher) markDirty(mark func(string)) {
-	w.mu.Lock()
-	for dir := range w.dirty {
-		mark(dir)
-	}
-	clear(w.dirty)
-	w.mu.Unlock()
-}
-
-// markLater wakes dir from outside the loop (a timer), as Add does.
-func (w *Watcher) markLater(dir string) {
-	w.mu.Lock()
-	w.dirty[dir] = true
-	w.mu.Unlock()
-	w.wake()
-}
-
-func (w *Watcher) snapshot() map[string]bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := make(map[string]bool, len(w.channels))
-	for dir := range w.channels {
-		out[dir] = true
-	}
-	return out
-}
-
-// scanAll scans dirs in order, skipping channels no longer watched.
-func (w *Watcher) scanAll(dirs []string) {
-	for _, dir := range dirs {
-		select {
-		case <-w.done:
-			return
-		default:
-		}
-		w.mu.Lock()
-		wc, ok := w.channels[dir]
-		w.mu.Unlock()
-		if ok {
-			w.scan(wc.ch)
-		}
-	}
-}
