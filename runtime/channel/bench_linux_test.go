@@ -103,21 +103,11 @@ func BenchmarkDeliveryFloor(b *testing.B) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			time.Sleep(time.Duration(2*i+1) * interval / (2 * channels))
-			tick := time.NewTicker(interval)
-			defer tick.Stop()
-			for k := range n {
-				<-tick.C
-				start := time.Now()
-				if err := publishFloor(quiet[i], k, payload); err != nil {
-					b.Error(err)
-					return
-				}
-				d := time.Since(start)
+			publishFloorAt(b, quiet[i], n, time.Duration(2*i+1)*interval/(2*channels), interval, payload, func(d time.Duration) {
 				mu.Lock()
 				floor = append(floor, d)
 				mu.Unlock()
-			}
+			})
 		}()
 		wg.Add(1)
 		go func() {
@@ -157,17 +147,7 @@ func BenchmarkDeliveryFloor(b *testing.B) {
 	if len(lat) == 0 || len(pub) == 0 || len(floor) == 0 {
 		b.Fatal("nothing delivered")
 	}
-	slices.Sort(lat)
 	slices.Sort(pub)
-	slices.Sort(floor)
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
-	f50, f99 := floor[len(floor)/2], floor[len(floor)*99/100]
 	b.ReportMetric(ms(pub[len(pub)/2]), "publish-p50-ms")
-	b.ReportMetric(ms(p50), "p50-ms")
-	b.ReportMetric(ms(p99), "p99-ms")
-	b.ReportMetric(ms(f50), "floor-p50-ms")
-	b.ReportMetric(ms(f99), "floor-p99-ms")
-	b.ReportMetric(float64(p50)/float64(f50), "p50-ratio")
-	b.ReportMetric(float64(p99)/float64(f99), "p99-ratio")
+	reportAgainstFloor(b, lat, floor)
 }

@@ -92,21 +92,11 @@ func BenchmarkDeliveryLatency(b *testing.B) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			time.Sleep(time.Duration(2*i+1) * interval / (2 * channels))
-			tick := time.NewTicker(interval)
-			defer tick.Stop()
-			for k := range n {
-				<-tick.C
-				start := time.Now()
-				if err := publishFloor(floorDirs[i], k, payload); err != nil {
-					b.Error(err)
-					return
-				}
-				d := time.Since(start)
+			publishFloorAt(b, floorDirs[i], n, time.Duration(2*i+1)*interval/(2*channels), interval, payload, func(d time.Duration) {
 				sendMu.Lock()
 				floorDur = append(floorDur, d)
 				sendMu.Unlock()
-			}
+			})
 		}()
 		wg.Add(1)
 		go func() {
@@ -156,27 +146,53 @@ func BenchmarkDeliveryLatency(b *testing.B) {
 			after = append(after, max(0, r.Sub(end)))
 		}
 	}
-	slices.Sort(lat)
 	slices.Sort(sendDur)
 	slices.Sort(after)
-	slices.Sort(floorDur)
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
-	b.ReportMetric(ms(p50), "p50-ms")
-	b.ReportMetric(ms(p99), "p99-ms")
-	if len(floorDur) > 0 {
-		f50, f99 := floorDur[len(floorDur)/2], floorDur[len(floorDur)*99/100]
-		b.ReportMetric(ms(f50), "floor-p50-ms")
-		b.ReportMetric(ms(f99), "floor-p99-ms")
-		b.ReportMetric(float64(p50)/float64(f50), "p50-ratio")
-		b.ReportMetric(float64(p99)/float64(f99), "p99-ratio")
-	}
+	reportAgainstFloor(b, lat, floorDur)
 	b.ReportMetric(ms(lat[len(lat)-1]), "max-ms")
 	b.ReportMetric(ms(sendDur[len(sendDur)/2]), "send-p50-ms")
 	b.ReportMetric(ms(sendDur[len(sendDur)*99/100]), "send-p99-ms")
 	if len(after) > 0 {
 		b.ReportMetric(ms(after[len(after)*99/100]), "after-send-p99-ms")
 	}
+}
+
+// publishFloorAt publishes n floor messages into dir, one per interval
+// after waiting offset, and hands record the duration of each publishFloor.
+func publishFloorAt(b *testing.B, dir *os.File, n int, offset, interval time.Duration, payload []byte, record func(time.Duration)) {
+	time.Sleep(offset)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for k := range n {
+		<-tick.C
+		start := time.Now()
+		if err := publishFloor(dir, k, payload); err != nil {
+			b.Error(err)
+			return
+		}
+		record(time.Since(start))
+	}
+}
+
+// ms is d in milliseconds, the unit the latency metrics are reported in.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// reportAgainstFloor sorts lat and floor and reports the latency's p50 and
+// p99, the floor's, and their ratios (the floor's when it has samples).
+func reportAgainstFloor(b *testing.B, lat, floor []time.Duration) {
+	slices.Sort(lat)
+	slices.Sort(floor)
+	p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
+	b.ReportMetric(ms(p50), "p50-ms")
+	b.ReportMetric(ms(p99), "p99-ms")
+	if len(floor) == 0 {
+		return
+	}
+	f50, f99 := floor[len(floor)/2], floor[len(floor)*99/100]
+	b.ReportMetric(ms(f50), "floor-p50-ms")
+	b.ReportMetric(ms(f99), "floor-p99-ms")
+	b.ReportMetric(float64(p50)/float64(f50), "p50-ratio")
+	b.ReportMetric(float64(p99)/float64(f99), "p99-ratio")
 }
 
 // floorDir opens a fresh directory for publishFloor on the filesystem
