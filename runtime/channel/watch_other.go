@@ -222,7 +222,6 @@ func (w *Watcher) run() {
 	pending := map[string]bool{}
 	var waiters []chan struct{} // Flush calls to answer after the next scans
 	mark := func(dir string) { pending[dir] = true }
-	// handle takes one input; it reports false once the watcher closes.
 	// handle takes one input, waiting for it if block is set; it reports
 	// false once the watcher closes, and took=false when nothing was ready.
 	handle := func(block bool) (ok, took bool) {
