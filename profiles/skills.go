@@ -143,7 +143,7 @@ func privateSkills(profileDir, subject string, real *RealPaths, maxDepth, maxEnt
 				// rather than let the skill vanish from the launch.
 				if (isRoot && strings.HasSuffix(name, ".md")) || strings.EqualFold(name, "SKILL.md") {
 					probs = append(probs, diag.Diagnostic{Severity: diag.Error, File: p, Code: "unreadable-skills", Subject: subject,
-						Message: fmt.Sprintf("skill %s is %s, not a regular file; it is not loaded", p, safefile.Kind(modeOf(uint32(st.Mode)))),
+						Message: fmt.Sprintf("skill %s is %s, not a regular file; it is not loaded", p, safefile.Kind(safefile.ModeOf(&st))),
 						Hint:    "replace it with a regular Markdown file, or remove it"})
 				}
 			}
@@ -385,21 +385,6 @@ func retryEINTR(call func() error) error {
 			return err
 		}
 	}
-}
-
-// modeOf is the fs.FileMode type bits of a stat mode, for safefile.Kind.
-func modeOf(m uint32) fs.FileMode {
-	switch m & syscall.S_IFMT {
-	case syscall.S_IFIFO:
-		return fs.ModeNamedPipe
-	case syscall.S_IFCHR:
-		return fs.ModeDevice | fs.ModeCharDevice
-	case syscall.S_IFBLK:
-		return fs.ModeDevice
-	case syscall.S_IFSOCK:
-		return fs.ModeSocket
-	}
-	return fs.ModeIrregular
 }
 
 // maxSkillNames bounds how many entries SkillNames reads from each skills

@@ -71,7 +71,7 @@ func read(path string, limit int64, private bool) ([]byte, error) {
 		return 0, syscall.Stat(path, &st)
 	}); err != nil {
 		return fail("open", err) // as a plain open would say
-	} else if mode := fileMode(uint32(st.Mode)); !mode.IsRegular() {
+	} else if mode := ModeOf(&st); !mode.IsRegular() {
 		return fail("read", notRegular(mode))
 	}
 	// O_NONBLOCK: should the path have become a FIFO since the stat, the
@@ -92,7 +92,7 @@ func read(path string, limit int64, private bool) ([]byte, error) {
 	if _, err := retry(func() (int, error) { return 0, syscall.Fstat(fd, &st) }); err != nil {
 		return fail("stat", err)
 	}
-	mode := fileMode(uint32(st.Mode))
+	mode := ModeOf(&st)
 	if !mode.IsRegular() {
 		return fail("read", notRegular(mode))
 	}
@@ -149,9 +149,10 @@ func readAll(fd int, size, limit int64) ([]byte, error) {
 	return buf, nil
 }
 
-// fileMode converts a stat mode to the type and permission bits of an
-// fs.FileMode, as os.Stat does.
-func fileMode(m uint32) fs.FileMode {
+// ModeOf is the type and permission bits of st as an fs.FileMode, as
+// os.Stat gives them; st.Mode is a uint32 on Linux and a uint16 on macOS.
+func ModeOf(st *syscall.Stat_t) fs.FileMode {
+	m := uint32(st.Mode)
 	mode := fs.FileMode(m & 0o777)
 	switch m & syscall.S_IFMT {
 	case syscall.S_IFDIR:
