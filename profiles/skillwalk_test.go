@@ -151,7 +151,11 @@ func TestPrivateSkillsReportSpecialFiles(t *testing.T) {
 		if p.Code != "unreadable-skills" || p.Severity != diag.Error || !strings.Contains(p.Message, p.File) {
 			t.Errorf("problem %+v", p)
 		}
-		files = append(files, strings.TrimPrefix(p.File, skills+"/"))
+		name := strings.TrimPrefix(p.File, skills+"/")
+		files = append(files, name)
+		if kind := map[bool]string{true: "a character device", false: "a named pipe"}[name == "z.md"]; !strings.Contains(p.Message, " is "+kind+", not a regular file") {
+			t.Errorf("%s: message %q does not say it is %s", name, p.Message, kind)
+		}
 	}
 	slices.Sort(files)
 	if want := []string{"a.md", "d/SKILL.md", "z.md"}; !slices.Equal(files, want) {
