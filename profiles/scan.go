@@ -136,10 +136,11 @@ func (l *ProfileList) Name(i int) string { return l.items[i].name }
 // ConfigPath is the config file of the i-th entry, Entry(i).ConfigPath
 // without building the rest.
 func (l *ProfileList) ConfigPath(i int) string {
-	if it := l.items[i]; it.dir {
+	it := l.items[i]
+	if it.dir {
 		return filepath.Join(l.Dir, it.name, "config.json")
 	}
-	return filepath.Join(l.Dir, l.items[i].name+".json")
+	return filepath.Join(l.Dir, it.name+".json")
 }
 
 // Entry builds the i-th entry, its files not read (ReadEntry reads them).
@@ -148,14 +149,12 @@ func (l *ProfileList) Entry(i int) Entry {
 	name := it.name
 	e := Entry{Name: name, Scope: l.Scope}
 	legacy := filepath.Join(l.Dir, name+".json")
+	e.ConfigPath = l.ConfigPath(i)
 	if it.dir {
-		dir := filepath.Join(l.Dir, name)
-		e.Form, e.Dir, e.ConfigPath = Directory, dir, filepath.Join(dir, "config.json")
-		if len(e.ConfigPath) > len(dir) && e.ConfigPath[:len(dir)] == dir {
-			e.Dir = e.ConfigPath[:len(dir)] // one string for both, not two
-		}
+		// The directory is a prefix of the config path: one string for both.
+		e.Form, e.Dir = Directory, strings.TrimSuffix(e.ConfigPath, string(filepath.Separator)+"config.json")
 	} else {
-		e.Form, e.Dir, e.ConfigPath = Legacy, l.Dir, legacy
+		e.Form, e.Dir = Legacy, l.Dir
 	}
 	if !ValidName(name) {
 		e.Problems = append(e.Problems, diag.Diagnostic{Severity: diag.Error, File: e.ConfigPath, Code: "invalid-profile-name", Subject: name,
