@@ -565,17 +565,20 @@ func (p Problem) Unwrap() error { return p.Err }
 // Pending lists the valid messages in the inbox of d in sequence order and
 // reports every file that could not be accepted. Temp files are ignored.
 func (c *Channel) Pending(d Direction) ([]Message, []Problem, error) {
-	return c.pendingAfter(d, -1)
+	msgs, problems, _, err := c.pendingAfter(d, -1)
+	return msgs, problems, err
 }
 
 // pendingAfter is Pending for a receiver whose delivered mark of d is
 // after (-1 when unknown): a listing whose messages above the mark carry
 // every sequence from after+1 on is complete, so the inbox is listed once
-// instead of twice in the common case.
-func (c *Channel) pendingAfter(d Direction, after int64) ([]Message, []Problem, error) {
+// instead of twice in the common case. complete is false when the inbox
+// was still growing after maxListRounds passes and the newest messages
+// were left for a later scan.
+func (c *Channel) pendingAfter(d Direction, after int64) (msgs []Message, problems []Problem, complete bool, err error) {
 	inbox, ok := c.inbox[d]
 	if !ok {
-		return nil, nil, fmt.Errorf("list %s: unknown direction %q", c.dir, d)
+		return nil, nil, false, fmt.Errorf("list %s: unknown direction %q", c.dir, d)
 	}
 	list := c.list
 	if list == nil {
@@ -589,8 +592,6 @@ func (c *Channel) pendingAfter(d Direction, after int64) ([]Message, []Problem, 
 	// missed nothing a message they saw could overtake: the usual scan
 	// lists once.
 	seen := map[string]bool{}
-	var msgs []Message
-	var problems []Problem
 	var cutoff int64 = -1
 	for round := 0; ; round++ {
 		names, err := list(inbox)
@@ -600,11 +601,11 @@ func (c *Channel) pendingAfter(d Direction, after int64) ([]Message, []Problem, 
 			// must not pass for an empty or broken one. Only then is the
 			// channel stat'ed: a directory is removed only once empty.
 			if perr := c.checkPresent(); perr != nil {
-				return nil, nil, fmt.Errorf("list %s: %w", inbox.Name(), perr)
+				return nil, nil, false, fmt.Errorf("list %s: %w", inbox.Name(), perr)
 			}
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("list %s: %w", inbox.Name(), err)
+			return nil, nil, false, fmt.Errorf("list %s: %w", inbox.Name(), err)
 		}
 		var maxBefore int64
 		for _, m := range msgs {
@@ -646,7 +647,7 @@ func (c *Channel) pendingAfter(d Direction, after int64) ([]Message, []Problem, 
 		msgs = kept
 	}
 	sort.SliceStable(msgs, func(i, j int) bool { return msgs[i].Sequence < msgs[j].Sequence })
-	return msgs, problems, nil
+	return msgs, problems, cutoff < 0, nil
 }
 
 // contiguousAbove reports whether the sequences of msgs above after are

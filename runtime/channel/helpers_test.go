@@ -87,10 +87,14 @@ func texts(ms []Message) []string {
 	return out
 }
 
-// startWatcher starts a watcher of d that hands each woken channel to rx,
-// adds chans to it and closes it when the test ends.
+// startWatcher starts a watcher of d that hands each woken channel to rx
+// (a wake by moved-in files alone to rx.ScanMoved, unless opts has a
+// ScanMoved of its own), adds chans to it and closes it when the test ends.
 func startWatcher(tb testing.TB, d Direction, rx *Receiver, opts WatchOptions, chans ...*Channel) *Watcher {
 	tb.Helper()
+	if opts.ScanMoved == nil {
+		opts.ScanMoved = func(c *Channel, names []string) { rx.ScanMoved(c, names) }
+	}
 	w, err := NewWatcher(d, func(c *Channel) { rx.Scan(c) }, opts)
 	if err != nil {
 		tb.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -40,6 +41,20 @@ type Receiver struct {
 	bySeq    map[seqSlot]Receipt        // inFlight by known sequence
 	marks    seqMarks                   // delivered marks, when receipts is no SequenceStore
 	reported map[string]map[string]bool // channel dir → keys of problems already reported
+	next     map[string]cursor          // run id → where ScanMoved may deliver without a listing
+}
+
+// cursor is the sequence the next message of a run must carry for
+// ScanMoved to deliver it from its file event alone, without listing the
+// inbox. It exists only while every message of the run below it that is
+// still in the inbox is in flight (claimed, its sequence known): a full
+// scan that found exactly that sets it (see resume), each message
+// ScanMoved delivers moves it up by one, and anything that could leave a
+// message below it undelivered (a scan, a release, a restore, any doubt)
+// drops it.
+type cursor struct {
+	dir  string // the channel's directory, for Forget
+	next int64
 }
 
 // NewReceiver returns a Receiver for direction d. submit hands a delivery to
@@ -50,7 +65,8 @@ func NewReceiver(d Direction, receipts ReceiptStore, submit func(Delivery) error
 		report = func(Problem) {}
 	}
 	return &Receiver{direction: d, receipts: receipts, submit: submit, report: report,
-		inFlight: map[Receipt]int64{}, bySeq: map[seqSlot]Receipt{}, marks: newSeqMarks(), reported: map[string]map[string]bool{}}
+		inFlight: map[Receipt]int64{}, bySeq: map[seqSlot]Receipt{}, marks: newSeqMarks(), reported: map[string]map[string]bool{},
+		next: map[string]cursor{}}
 }
 
 // ScanResult counts what one Scan did.
@@ -83,14 +99,17 @@ func (r *Receiver) Scan(ch *Channel) (res ScanResult) {
 		res.Problems = len(problems)
 		r.reportNew(ch.Dir(), problems)
 	}()
+	run := ch.manifest.RunID
+	// Until this scan has seen the inbox, nothing vouches for a cursor.
+	r.dropCursor(run)
 	// With the delivered mark known, a listing without gaps above it is
 	// taken as complete (see pendingAfter); without it, the inbox is
 	// listed until a pass finds nothing new.
 	after := int64(-1)
-	if high, _, err := r.delivered(Receipt{Direction: r.direction, RunID: ch.manifest.RunID}); err == nil {
+	if high, _, err := r.delivered(Receipt{Direction: r.direction, RunID: run}); err == nil {
 		after = high
 	}
-	msgs, bad, err := ch.pendingAfter(r.direction, after)
+	msgs, bad, complete, err := ch.pendingAfter(r.direction, after)
 	if err != nil {
 		problems = append(problems, Problem{Path: ch.Dir(), Err: err, key: "list\x00" + err.Error()})
 		return res
@@ -159,7 +178,168 @@ func (r *Receiver) Scan(ch *Channel) (res ScanResult) {
 			res.Waiting++
 		}
 	}
+	// Rejected files are skipped by both paths alike (a new one is read,
+	// and reported, by a full scan, as ScanMoved falls back on it); any
+	// other problem leaves the next wake to a full scan.
+	if complete && len(problems) == len(bad) {
+		r.resume(ch, msgs, state)
+	}
 	return res
+}
+
+// resume sets the cursor of ch's run after a full scan that listed the
+// whole inbox (msgs, judged as state) without a problem, if every message
+// it listed is acknowledged or in flight: then no message below the
+// highest sequence seen or delivered waits for a delivery, and the next
+// one is the first that can.
+func (r *Receiver) resume(ch *Channel, msgs []Message, state []msgState) {
+	run := ch.manifest.RunID
+	high, _, err := r.delivered(Receipt{Direction: r.direction, RunID: run})
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, m := range msgs {
+		switch state[i] {
+		case done:
+		case open:
+			// Waiting behind another file of its sequence, or not
+			// submitted at all, it is not in flight under its own key.
+			if seq, ok := r.inFlight[m.Receipt()]; !ok || seq != m.Sequence {
+				return
+			}
+		default:
+			return
+		}
+		high = max(high, m.Sequence)
+	}
+	r.next[run] = cursor{dir: ch.Dir(), next: high + 1}
+}
+
+// dropCursor forgets the cursor of run, so its next wake lists the inbox.
+func (r *Receiver) dropCursor(run string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.next, run)
+}
+
+// ScanMoved is Scan for a wake whose only cause is the message files
+// names, moved into the inbox of ch (their file events, in the order they
+// came; the Linux watcher calls it through WatchOptions.ScanMoved). While
+// the run's cursor stands, a named file that is valid and carries exactly
+// the cursor's sequence is delivered without listing the inbox: a listing
+// would find nothing it may not overtake, since every message below the
+// cursor still in the inbox is in flight, and writers publish in sequence
+// order. Anything else, a gap or an older sequence, a file that is gone,
+// rejected or already receipted, or no cursor (the first scan, after a
+// release, a problem, a replay), falls back to Scan, which lists the inbox
+// and judges every file as before; so do the names after it.
+func (r *Receiver) ScanMoved(ch *Channel, names []string) ScanResult {
+	res, handled := r.scanMoved(ch, names)
+	if handled {
+		return res
+	}
+	full := r.Scan(ch)
+	res.Submitted += full.Submitted
+	res.Acknowledged += full.Acknowledged
+	res.Waiting = full.Waiting // the full scan saw every message ScanMoved left waiting
+	res.Problems += full.Problems
+	return res
+}
+
+// scanMoved delivers names by their events alone as ScanMoved describes;
+// handled is false when the rest must be left to a full scan.
+func (r *Receiver) scanMoved(ch *Channel, names []string) (res ScanResult, handled bool) {
+	inbox, ok := ch.inbox[r.direction]
+	if !ok || len(names) == 0 {
+		return res, false
+	}
+	run := ch.manifest.RunID
+	for _, name := range names {
+		r.mu.Lock()
+		cur, ok := r.next[run]
+		r.mu.Unlock()
+		if !ok || !strings.HasSuffix(name, ".json") {
+			return res, false
+		}
+		m, perr := ch.readMessage(inbox, r.direction, name)
+		if perr != nil || m.Sequence != cur.next {
+			return res, false
+		}
+		key := m.Receipt()
+		if has, err := r.receipts.Has(key); err != nil || has {
+			return res, false // acknowledging it is the full scan's work
+		}
+		if high, _, err := r.delivered(key); err != nil || m.Sequence <= high {
+			return res, false // the mark moved meanwhile: judged there
+		}
+		if !r.claimNext(key, m.Sequence) {
+			return res, false
+		}
+		if err := r.submit(Delivery{Channel: ch, Message: m}); err != nil {
+			r.Release(key) // drops the cursor too: the next wake lists
+			err = fmt.Errorf("submit message %s (sequence %d) from %s: %w", m.ID, m.Sequence, ch.Dir(), err)
+			res.Problems++
+			r.reportMore(ch.Dir(), []Problem{{Path: ch.Dir(), Err: err, key: "submit\x00" + key.MessageID + "\x00" + err.Error()}})
+			return res, true
+		}
+		res.Submitted++
+		if has, err := r.receipts.Has(key); err != nil || !has {
+			res.Waiting++
+			continue
+		}
+		// A session that records the receipt synchronously lets the file
+		// go at once. With another message of the run in flight below it,
+		// the delivered mark must name that one as waiting: the full scan
+		// knows which are still in the inbox.
+		if r.othersInFlight(key) {
+			return res, false
+		}
+		acked, err := r.acknowledgeIfReceipted(ch, []Message{m}, []msgState{open}, 0)
+		if err != nil || !acked {
+			return res, false
+		}
+		res.Acknowledged++
+	}
+	return res, true
+}
+
+// claimNext claims key like claim, if seq is still its run's cursor, and
+// moves the cursor past it in the same step, so a concurrent scan that
+// dropped or moved the cursor makes ScanMoved fall back instead.
+func (r *Receiver) claimNext(key Receipt, seq int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur, ok := r.next[key.RunID]
+	if !ok || cur.next != seq {
+		return false
+	}
+	slot := seqSlot{seqKey{key.Direction, key.RunID}, seq}
+	if _, ok := r.inFlight[key]; ok {
+		return false
+	}
+	if _, taken := r.bySeq[slot]; taken {
+		return false
+	}
+	r.inFlight[key] = seq
+	r.bySeq[slot] = key
+	cur.next++
+	r.next[key.RunID] = cur
+	return true
+}
+
+// othersInFlight reports whether a message of key's run and direction
+// other than key is in flight.
+func (r *Receiver) othersInFlight(key Receipt) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.inFlight {
+		if k != key && k.RunID == key.RunID && k.Direction == key.Direction {
+			return true
+		}
+	}
+	return false
 }
 
 // acknowledgeIfReceipted removes msgs[i] from the inbox if its receipt
@@ -202,7 +382,7 @@ func (r *Receiver) acknowledgeIfReceipted(ch *Channel, msgs []Message, state []m
 	if err := ch.Acknowledge(m); err != nil {
 		return false, err
 	}
-	r.Release(key)
+	r.release(key)
 	return true, nil
 }
 
@@ -305,9 +485,23 @@ type seqSlot struct {
 
 // Release withdraws an in-flight mark so the next scan submits the message
 // again, e.g. after the session dropped its queue without recording it.
+// That scan lists the inbox: the message is below its run's cursor and no
+// longer in flight, so the cursor goes.
 func (r *Receiver) Release(key Receipt) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	delete(r.next, key.RunID)
+	r.releaseLocked(key)
+}
+
+// release drops the in-flight mark of an acknowledged message.
+func (r *Receiver) release(key Receipt) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.releaseLocked(key)
+}
+
+func (r *Receiver) releaseLocked(key Receipt) {
 	if seq, ok := r.inFlight[key]; ok {
 		slot := seqSlot{seqKey{key.Direction, key.RunID}, seq}
 		if r.bySeq[slot] == key {
@@ -325,22 +519,30 @@ func (r *Receiver) InFlight() []Receipt {
 	return slices.Collect(maps.Keys(r.inFlight))
 }
 
-// Restore marks keys as in flight, suppressing their resubmission.
+// Restore marks keys as in flight, suppressing their resubmission. Their
+// sequences are unknown until a scan lists them, so their runs' cursors go.
 func (r *Receiver) Restore(keys []Receipt) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, k := range keys {
+		delete(r.next, k.RunID)
 		if _, ok := r.inFlight[k]; !ok {
 			r.inFlight[k] = 0 // sequence unknown: it raises no mark
 		}
 	}
 }
 
-// Forget drops the reported-problem memory of a channel that went away.
+// Forget drops the reported-problem memory and the cursor of a channel
+// that went away.
 func (r *Receiver) Forget(dir string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.reported, dir)
+	for run, cur := range r.next {
+		if cur.dir == dir {
+			delete(r.next, run)
+		}
+	}
 }
 
 // reportNew reports problems not reported by the previous scan of the same
@@ -357,6 +559,30 @@ func (r *Receiver) reportNew(dir string, problems []Problem) {
 		}
 	}
 	r.reported[dir] = next
+	r.mu.Unlock()
+	for _, p := range fresh {
+		r.report(p)
+	}
+}
+
+// reportMore reports the problems of a scan that saw only part of the
+// channel (ScanMoved) and were not reported yet, adding them to what was:
+// the problems of the last full scan stay reported, and that scan's
+// successor decides what is still there.
+func (r *Receiver) reportMore(dir string, problems []Problem) {
+	r.mu.Lock()
+	prev := r.reported[dir]
+	if prev == nil {
+		prev = map[string]bool{}
+		r.reported[dir] = prev
+	}
+	var fresh []Problem
+	for _, p := range problems {
+		if !prev[p.key] {
+			prev[p.key] = true
+			fresh = append(fresh, p)
+		}
+	}
 	r.mu.Unlock()
 	for _, p := range fresh {
 		r.report(p)

@@ -133,8 +133,18 @@ func (w *Watcher) snapshot() map[string]bool {
 	return out
 }
 
-// scanAll scans dirs in order, skipping channels no longer watched.
-func (w *Watcher) scanAll(dirs []string) {
+// wake is what woke a channel: only message files moved into its inbox
+// (moved, in the order of their events), or anything else (full).
+type wake struct {
+	moved []string
+	full  bool
+}
+
+// scanAll scans dirs in order, skipping channels no longer watched. A
+// channel whose wake names only moved-in files goes to the ScanMoved
+// option with their names, when there is one; every other, to scan. woken
+// may be nil: then every scan is a full one.
+func (w *Watcher) scanAll(dirs []string, woken map[string]wake) {
 	for _, dir := range dirs {
 		select {
 		case <-w.done:
@@ -144,7 +154,12 @@ func (w *Watcher) scanAll(dirs []string) {
 		w.mu.Lock()
 		wc, ok := w.channels[dir]
 		w.mu.Unlock()
-		if ok {
+		if !ok {
+			continue
+		}
+		if wk := woken[dir]; !wk.full && len(wk.moved) > 0 && w.opts.ScanMoved != nil {
+			w.opts.ScanMoved(wc.ch, wk.moved)
+		} else {
 			w.scan(wc.ch)
 		}
 	}

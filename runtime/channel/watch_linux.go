@@ -22,6 +22,13 @@ type WatchOptions struct {
 	Rescan time.Duration // period of the fallback scan that also re-attaches watches
 	// Report receives watch failures, once per distinct failure per channel.
 	Report func(error)
+	// ScanMoved, when set, takes the wakes of a channel whose only cause
+	// is message files moved into its inbox (a writer's renames), with
+	// their names in the order of their events, typically to
+	// Receiver.ScanMoved plus what scan does besides Receiver.Scan. Every
+	// other wake (a file created or written in place, a control file, an
+	// event queue overflow, Add, Flush, the rescan) calls scan.
+	ScanMoved func(ch *Channel, names []string)
 
 	// noNotify disables inotify so tests can prove the rescan alone delivers.
 	noNotify bool
@@ -227,7 +234,7 @@ func (w *Watcher) attach(dir string) {
 func (w *Watcher) readEvents() {
 	defer close(w.readerDone)
 	buf := make([]byte, 64<<10)
-	pending := map[string]bool{}
+	pending := map[string]wake{}
 	for {
 		n, err := w.ino.Read(buf)
 		if err != nil {
@@ -245,8 +252,10 @@ func (w *Watcher) readEvents() {
 	}
 }
 
-// parseEvents marks in pending the channels the events in buf wake.
-func (w *Watcher) parseEvents(buf []byte, pending map[string]bool) {
+// parseEvents marks in pending the channels the events in buf wake, with
+// the names of the message files moved into their inboxes as long as
+// nothing else woke them.
+func (w *Watcher) parseEvents(buf []byte, pending map[string]wake) {
 	for len(buf) >= unix.SizeofInotifyEvent {
 		wd := int32(binary.NativeEndian.Uint32(buf[0:]))
 		mask := binary.NativeEndian.Uint32(buf[4:])
@@ -260,7 +269,7 @@ func (w *Watcher) parseEvents(buf []byte, pending map[string]bool) {
 			// An overflow may hide events of any channel.
 			w.opts.Report(fmt.Errorf("file watching error; the %v scan remains active: inotify event queue overflow", w.opts.Rescan))
 			for dir := range w.snapshot() {
-				pending[dir] = true
+				pending[dir] = wake{full: true}
 			}
 			continue
 		}
@@ -294,22 +303,32 @@ func (w *Watcher) parseEvents(buf []byte, pending map[string]bool) {
 		// Removing or renaming a file away never adds a message or a
 		// control request.
 		if ok && mask&(unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_MODIFY) != 0 && wakes(w.direction, s.inbox, name) {
-			pending[s.dir] = true
+			wk := pending[s.dir]
+			if s.inbox && mask&unix.IN_MOVED_TO != 0 && !wk.full {
+				// A rename publishes a whole file: its name is all a
+				// receiver with a cursor needs (Receiver.ScanMoved).
+				wk.moved = append(wk.moved, name)
+			} else {
+				// A file created or written in place may be partial, and
+				// control files are the scan's: a full scan.
+				wk = wake{full: true}
+			}
+			pending[s.dir] = wk
 		}
 	}
 }
 
 // scanPending scans the channels in pending in a fixed order, one scanning
 // goroutine at a time, and empties it.
-func (w *Watcher) scanPending(pending map[string]bool) {
+func (w *Watcher) scanPending(pending map[string]wake) {
 	if len(pending) == 0 {
 		return
 	}
 	dirs := slices.Sorted(maps.Keys(pending))
-	clear(pending)
 	w.scanMu.Lock()
 	defer w.scanMu.Unlock()
-	w.scanAll(dirs)
+	w.scanAll(dirs, pending)
+	clear(pending)
 }
 
 // run takes wakes (Add, Flush, timers) and rescan ticks and scans what
@@ -318,8 +337,8 @@ func (w *Watcher) run() {
 	defer close(w.stopped)
 	rescan := time.NewTicker(w.opts.Rescan)
 	defer rescan.Stop()
-	pending := map[string]bool{}
-	mark := func(dir string) { pending[dir] = true }
+	pending := map[string]wake{}
+	mark := func(dir string) { pending[dir] = wake{full: true} }
 	for {
 		var waiter chan struct{}
 		select {

@@ -24,6 +24,9 @@ type WatchOptions struct {
 	Rescan time.Duration // period of the fallback scan that also re-attaches watches
 	// Report receives watch failures, once per distinct failure per channel.
 	Report func(error)
+	// ScanMoved is Linux's (see watch_linux.go): kqueue names no file
+	// that appeared in a directory, so here every wake calls scan.
+	ScanMoved func(ch *Channel, names []string)
 
 	// noNotify disables fsnotify so tests can prove the rescan alone delivers.
 	noNotify bool
@@ -316,7 +319,7 @@ func (w *Watcher) run() {
 		}
 		dirs := slices.Sorted(maps.Keys(pending))
 		clear(pending)
-		w.scanAll(dirs)
+		w.scanAll(dirs, nil)
 		// Flushes asked before this drain are answered after it: what they
 		// marked is scanned by now.
 		for _, done := range waiters {
