@@ -252,7 +252,8 @@ func newChannelWatchCmd(a *app) *cobra.Command {
 			p := &printer{out: json.NewEncoder(a.stdout), errw: a.stderr, receipts: store, limit: count, done: cancel}
 			rx := channel.NewReceiver(d, store, p.submit, p.report)
 			w, err := channel.NewWatcher(d, func(c *channel.Channel) { rx.Scan(c) }, channel.WatchOptions{
-				Report: func(err error) { fmt.Fprintf(a.stderr, "facets: %s\n", termesc.Escape(err.Error())) },
+				Report:    func(err error) { fmt.Fprintf(a.stderr, "facets: %s\n", termesc.Escape(err.Error())) },
+				ScanMoved: func(c *channel.Channel, names []string) { rx.ScanMoved(c, names) },
 			})
 			if err != nil {
 				return err

@@ -673,7 +673,17 @@ func contiguousAbove(msgs []Message, after int64) bool {
 }
 
 func (c *Channel) readMessage(inbox *os.File, d Direction, name string) (Message, *Problem) {
-	data, err := readFileAt(inbox, name, MaxMessageBytes, c.uid)
+	m, fd, perr := c.readMessageOpen(inbox, d, name)
+	if perr == nil {
+		unix.Close(fd)
+	}
+	return m, perr
+}
+
+// readMessageOpen is readMessage leaving the file open when it accepts it
+// (see readFileAtOpen): the caller closes fd.
+func (c *Channel) readMessageOpen(inbox *os.File, d Direction, name string) (Message, int, *Problem) {
+	data, fd, err := readFileAtOpen(inbox, name, MaxMessageBytes, c.uid)
 	var m Message
 	if err == nil {
 		var ok bool
@@ -685,7 +695,10 @@ func (c *Channel) readMessage(inbox *os.File, d Direction, name string) (Message
 		err = fmt.Errorf("file name does not match message id %q", m.ID)
 	}
 	if err == nil {
-		return m, nil
+		return m, fd, nil
+	}
+	if fd >= 0 {
+		unix.Close(fd)
 	}
 	// The key names this version of the file, so an unchanged rejected file
 	// is reported once; only rejected files pay for the extra stat.
@@ -695,7 +708,7 @@ func (c *Channel) readMessage(inbox *os.File, d Direction, name string) (Message
 	if unix.Fstatat(int(inbox.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
 		key = fmt.Sprintf("%s\x00%d\x00%d\x00%d", path, st.Ino, st.Size, st.Mtim.Nano())
 	}
-	return Message{}, &Problem{Path: path, Err: fmt.Errorf("rejected message %s: %w", path, err), key: key + "\x00" + err.Error()}
+	return Message{}, -1, &Problem{Path: path, Err: fmt.Errorf("rejected message %s: %w", path, err), key: key + "\x00" + err.Error()}
 }
 
 // maxListRounds bounds the re-listing of a busy inbox in Pending.

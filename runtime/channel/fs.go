@@ -88,12 +88,33 @@ func openDirAt(parent *os.File, name string) (*os.File, error) {
 // scan's path, so it makes four system calls: open, fstat, one read and
 // close.
 func readFileAt(dir *os.File, name string, limit int64, uid int) ([]byte, error) {
-	label := filepath.Join(dir.Name(), name)
-	fd, err := openFileAt(dir, name, label)
+	data, fd, err := readFileAtOpen(dir, name, limit, uid)
 	if err != nil {
 		return nil, err
 	}
-	defer unix.Close(fd)
+	unix.Close(fd)
+	return data, nil
+}
+
+// readFileAtOpen is readFileAt leaving the file open when it succeeds: the
+// caller closes fd, e.g. after handing a message on, so a delivery does
+// not wait for the close.
+func readFileAtOpen(dir *os.File, name string, limit int64, uid int) (data []byte, fd int, err error) {
+	label := filepath.Join(dir.Name(), name)
+	fd, err = openFileAt(dir, name, label)
+	if err != nil {
+		return nil, -1, err
+	}
+	data, err = readOpenedAt(fd, label, limit, uid)
+	if err != nil {
+		unix.Close(fd)
+		return nil, -1, err
+	}
+	return data, fd, nil
+}
+
+// readOpenedAt is readFileAtOpen once fd is open.
+func readOpenedAt(fd int, label string, limit int64, uid int) ([]byte, error) {
 	var st unix.Stat_t
 	if err := checkOpened(fd, &st, label, limit, uid); err != nil {
 		return nil, err

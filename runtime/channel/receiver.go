@@ -3,10 +3,13 @@ package channel
 import (
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // Delivery is one inbox message handed to the receiving session.
@@ -255,54 +258,71 @@ func (r *Receiver) scanMoved(ch *Channel, names []string) (res ScanResult, handl
 	if !ok || len(names) == 0 {
 		return res, false
 	}
-	run := ch.manifest.RunID
 	for _, name := range names {
-		r.mu.Lock()
-		cur, ok := r.next[run]
-		r.mu.Unlock()
-		if !ok || !strings.HasSuffix(name, ".json") {
+		if !r.moveOne(ch, inbox, name, &res) {
 			return res, false
 		}
-		m, perr := ch.readMessage(inbox, r.direction, name)
-		if perr != nil || m.Sequence != cur.next {
-			return res, false
+		if res.Problems > 0 {
+			return res, true // a failed submission: the rest waits for the next wake
 		}
-		key := m.Receipt()
-		if has, err := r.receipts.Has(key); err != nil || has {
-			return res, false // acknowledging it is the full scan's work
-		}
-		if high, _, err := r.delivered(key); err != nil || m.Sequence <= high {
-			return res, false // the mark moved meanwhile: judged there
-		}
-		if !r.claimNext(key, m.Sequence) {
-			return res, false
-		}
-		if err := r.submit(Delivery{Channel: ch, Message: m}); err != nil {
-			r.Release(key) // drops the cursor too: the next wake lists
-			err = fmt.Errorf("submit message %s (sequence %d) from %s: %w", m.ID, m.Sequence, ch.Dir(), err)
-			res.Problems++
-			r.reportMore(ch.Dir(), []Problem{{Path: ch.Dir(), Err: err, key: "submit\x00" + key.MessageID + "\x00" + err.Error()}})
-			return res, true
-		}
-		res.Submitted++
-		if has, err := r.receipts.Has(key); err != nil || !has {
-			res.Waiting++
-			continue
-		}
-		// A session that records the receipt synchronously lets the file
-		// go at once. With another message of the run in flight below it,
-		// the delivered mark must name that one as waiting: the full scan
-		// knows which are still in the inbox.
-		if r.othersInFlight(key) {
-			return res, false
-		}
-		acked, err := r.acknowledgeIfReceipted(ch, []Message{m}, []msgState{open}, 0)
-		if err != nil || !acked {
-			return res, false
-		}
-		res.Acknowledged++
 	}
 	return res, true
+}
+
+// moveOne is scanMoved's step for one name, adding what it did to res; it
+// reports false when the name is for a full scan.
+func (r *Receiver) moveOne(ch *Channel, inbox *os.File, name string, res *ScanResult) bool {
+	r.mu.Lock()
+	cur, ok := r.next[ch.manifest.RunID]
+	r.mu.Unlock()
+	if !ok || !strings.HasSuffix(name, ".json") {
+		return false
+	}
+	m, fd, perr := ch.readMessageOpen(inbox, r.direction, name)
+	if perr != nil {
+		return false
+	}
+	// Closed once the message is handed on: the close is a system call
+	// the delivery need not wait for.
+	defer unix.Close(fd)
+	if m.Sequence != cur.next {
+		return false
+	}
+	key := m.Receipt()
+	if has, err := r.receipts.Has(key); err != nil || has {
+		return false // acknowledging it is the full scan's work
+	}
+	if high, _, err := r.delivered(key); err != nil || m.Sequence <= high {
+		return false // the mark moved meanwhile: judged there
+	}
+	if !r.claimNext(key, m.Sequence) {
+		return false
+	}
+	if err := r.submit(Delivery{Channel: ch, Message: m}); err != nil {
+		r.Release(key) // drops the cursor too: the next wake lists
+		err = fmt.Errorf("submit message %s (sequence %d) from %s: %w", m.ID, m.Sequence, ch.Dir(), err)
+		res.Problems++
+		r.reportMore(ch.Dir(), []Problem{{Path: ch.Dir(), Err: err, key: "submit\x00" + key.MessageID + "\x00" + err.Error()}})
+		return true
+	}
+	res.Submitted++
+	if has, err := r.receipts.Has(key); err != nil || !has {
+		res.Waiting++
+		return true
+	}
+	// A session that records the receipt synchronously lets the file go
+	// at once. With another message of the run in flight below it, the
+	// delivered mark must name that one as waiting: the full scan knows
+	// which are still in the inbox.
+	if r.othersInFlight(key) {
+		return false
+	}
+	acked, err := r.acknowledgeIfReceipted(ch, []Message{m}, []msgState{open}, 0)
+	if err != nil || !acked {
+		return false
+	}
+	res.Acknowledged++
+	return true
 }
 
 // claimNext claims key like claim, if seq is still its run's cursor, and

@@ -108,7 +108,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts ServeOptions) 
 	}
 	defer s.closeChannels()
 	s.rx = channel.NewReceiver(s.dir, s.receipts, s.submit, s.receiverProblem)
-	w, err := channel.NewWatcher(s.dir, s.scan, channel.WatchOptions{Report: func(err error) { s.problem(err.Error()) }})
+	w, err := channel.NewWatcher(s.dir, s.scan, channel.WatchOptions{Report: func(err error) { s.problem(err.Error()) }, ScanMoved: s.scanMoved})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -335,7 +335,12 @@ func (s *server) turn(start bool) {
 }
 
 // scan runs on the watcher goroutine for each channel that needs a look.
-func (s *server) scan(c *channel.Channel) {
+func (s *server) scan(c *channel.Channel) { s.scanMoved(c, nil) }
+
+// scanMoved is scan for a wake by the message files names moved into the
+// inbox (nil: any other wake), which the receiver may deliver without
+// listing the inbox (channel.Receiver.ScanMoved).
+func (s *server) scanMoved(c *channel.Channel, names []string) {
 	// The runtime removes a closed run's channel once its messages are
 	// delivered; that is the normal end of a run, not a problem to report.
 	// A Main's discovery drops it from the set. A Sub takes it as its close:
@@ -352,7 +357,11 @@ func (s *server) scan(c *channel.Channel) {
 	} else if _, closed, err := c.Closed(); err == nil && closed {
 		s.w.Closing(c)
 	}
-	s.rx.Scan(c)
+	if names == nil {
+		s.rx.Scan(c)
+		return
+	}
+	s.rx.ScanMoved(c, names)
 }
 
 // closeSub asks the Sub's Pi, once, to end its session.
