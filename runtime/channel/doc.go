@@ -44,5 +44,11 @@
 //     written 0600 and sit inside those 0700 directories.
 //   - The watcher scans a quiet channel at once on its first wake and
 //     coalesces only the wakes that arrive while scans run into one more
-//     scan, instead of waiting a fixed coalescing window.
+//     scan, instead of waiting a fixed coalescing window. On Linux a wake
+//     by renamed-in message files alone delivers the file that carries
+//     the next sequence without listing the inbox (Receiver.ScanMoved):
+//     below it every message is acknowledged or in flight, so there is
+//     nothing it could overtake. Any other wake or doubt (a gap, an
+//     unknown, rejected or receipted file, an overflow, a release) takes
+//     the full scan, which keeps every rule above.
 package channel
