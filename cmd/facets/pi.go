@@ -40,8 +40,10 @@ what --path prints: the extension passes itself to facets delegate and
 facets invoke as --bridge; by hand, pass --bridge or set ` + envvar.PiBridge + `.
 
 The extension runs hidden helpers of this command: "plan" (what to apply
-at startup, as JSON) and "serve" (channel deliveries and receipts over
-JSON lines on stdin/stdout, for the life of the Pi process).`,
+at startup, as JSON), "serve" (channel deliveries and receipts over JSON
+lines on stdin/stdout, for the life of the Pi process) and "daemon" (which
+answers later starts' plans over a Unix socket, so they spawn no process;
+FACETS_PLAN_DAEMON=0 turns it off).`,
 		Example: `  facets pi-extension install
   facets pi-extension --path
   pi --profile reviewer`,

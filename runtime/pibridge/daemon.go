@@ -138,6 +138,12 @@ func RunDaemon(ctx context.Context, o DaemonOptions) error {
 	// The socket is unlinked below only while it is still this daemon's:
 	// after a removed directory, the path may be a newer daemon's.
 	l.SetUnlinkOnClose(false)
+	// The directory already keeps others out; Linux also checks the
+	// socket's own mode on connect.
+	if err := os.Chmod(o.Socket, 0o600); err != nil {
+		l.Close()
+		return fmt.Errorf("plan daemon: %w", err)
+	}
 	sock, err := identify(o.Socket, false)
 	if err != nil {
 		l.Close()

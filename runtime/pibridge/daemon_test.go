@@ -115,6 +115,9 @@ func planReq(stdin string, args ...string) pibridge.DaemonRequest {
 
 func TestDaemonAnswersEachRequestAsRunDoes(t *testing.T) {
 	d := startDaemon(t, time.Hour, 10*time.Millisecond, echo)
+	if fi, err := os.Lstat(d.socket); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("socket %v (%v), want mode 0600", fi.Mode(), err)
+	}
 	for _, req := range []pibridge.DaemonRequest{planReq(`{"cwd":"/w"}`, "--role", "main"), planReq("", "--role", "sub")} {
 		got, ok := d.ask(t, request(t, req))
 		if want := echo(req); !ok || got != want {
