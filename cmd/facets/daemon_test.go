@@ -130,6 +130,10 @@ func TestPlanDaemonAnswersAsAProcess(t *testing.T) {
 	for range 5 {
 		check()
 	}
+	gone := pibridge.DaemonRequest{V: pibridge.DaemonRequestVersion, Args: main, Dir: filepath.Join(t.TempDir(), "gone")}
+	if r, err := daemonApp.planRequest(gone); err == nil {
+		t.Errorf("a plan in a missing directory answered %+v; want no answer, so the extension spawns it", r)
+	}
 	if now := openFiles(t); now > fds {
 		t.Errorf("%d files open after 45 more plans, %d before", now, fds)
 	}

@@ -289,7 +289,7 @@ func newPiDaemonCmd(a *app) *cobra.Command {
 // run `facets ARGS`: the request's environment, working directory and
 // stdin, fresh streams. The daemon runs one at a time, so the working
 // directory can be the process's.
-func (a *app) planRequest(req pibridge.DaemonRequest) pibridge.DaemonReply {
+func (a *app) planRequest(req pibridge.DaemonRequest) (pibridge.DaemonReply, error) {
 	env := map[string]string{}
 	for _, kv := range req.Env {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -302,13 +302,13 @@ func (a *app) planRequest(req pibridge.DaemonRequest) pibridge.DaemonReply {
 		defer os.Chdir(prev) // for a caller that is not a daemon, as tests are
 	}
 	if err := os.Chdir(req.Dir); err != nil {
-		return pibridge.DaemonReply{Code: exitFailure, Stderr: fmt.Sprintf("facets: %v\n", err)}
+		return pibridge.DaemonReply{}, fmt.Errorf("plan request: %w", err)
 	}
 	var stdout, stderr bytes.Buffer
 	sub := &app{stdin: strings.NewReader(req.Stdin), stdout: &stdout, stderr: &stderr,
 		getenv: func(k string) string { return env[k] }, environ: req.Env, inDaemon: true}
 	code := sub.run(req.Args)
-	return pibridge.DaemonReply{Code: code, Stdout: stdout.String(), Stderr: stderr.String()}
+	return pibridge.DaemonReply{Code: code, Stdout: stdout.String(), Stderr: stderr.String()}, nil
 }
 
 // newPiServeCmd is the extension's long-lived helper; it speaks JSON lines

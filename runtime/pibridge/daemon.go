@@ -101,8 +101,11 @@ type DaemonOptions struct {
 	// Poll is how often it checks its socket, its binary and the idle time.
 	Poll time.Duration
 	// Run answers one request. The daemon calls it for one request at a
-	// time, so Run may change the working directory.
-	Run func(DaemonRequest) DaemonReply
+	// time, so Run may change the working directory. An error means it
+	// could not run the command as a process would have (its working
+	// directory is gone): the daemon then sends no answer, and the
+	// extension spawns the plan.
+	Run func(DaemonRequest) (DaemonReply, error)
 }
 
 // ErrDaemonRunning means another daemon already serves the socket.
@@ -267,8 +270,11 @@ func (d *daemon) serve(c *net.UnixConn) {
 		d.stop()
 		return
 	}
-	reply := d.opts.Run(req)
+	reply, err := d.opts.Run(req)
 	d.mu.Unlock()
+	if err != nil {
+		return
+	}
 	b, err := json.Marshal(reply)
 	if err != nil {
 		return

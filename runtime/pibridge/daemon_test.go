@@ -24,7 +24,7 @@ type daemonUnderTest struct {
 	cancel      context.CancelFunc
 }
 
-func startDaemon(t *testing.T, idle, poll time.Duration, run func(pibridge.DaemonRequest) pibridge.DaemonReply) *daemonUnderTest {
+func startDaemon(t *testing.T, idle, poll time.Duration, run func(pibridge.DaemonRequest) (pibridge.DaemonReply, error)) *daemonUnderTest {
 	t.Helper()
 	// A short directory name: a Unix socket path has at most 104 bytes on macOS.
 	dir, err := os.MkdirTemp("", "fd")
@@ -104,8 +104,11 @@ func request(t *testing.T, req pibridge.DaemonRequest) string {
 	return string(b)
 }
 
-func echo(req pibridge.DaemonRequest) pibridge.DaemonReply {
-	return pibridge.DaemonReply{Code: len(req.Args), Stdout: strings.Join(req.Args, " ") + "|" + req.Stdin, Stderr: strings.Join(req.Env, ",")}
+func echo(req pibridge.DaemonRequest) (pibridge.DaemonReply, error) {
+	if req.Dir == "/gone" {
+		return pibridge.DaemonReply{}, errors.New("chdir /gone: no such file or directory")
+	}
+	return pibridge.DaemonReply{Code: len(req.Args), Stdout: strings.Join(req.Args, " ") + "|" + req.Stdin, Stderr: strings.Join(req.Env, ",")}, nil
 }
 
 func planReq(stdin string, args ...string) pibridge.DaemonRequest {
@@ -120,7 +123,7 @@ func TestDaemonAnswersEachRequestAsRunDoes(t *testing.T) {
 	}
 	for _, req := range []pibridge.DaemonRequest{planReq(`{"cwd":"/w"}`, "--role", "main"), planReq("", "--role", "sub")} {
 		got, ok := d.ask(t, request(t, req))
-		if want := echo(req); !ok || got != want {
+		if want, _ := echo(req); !ok || got != want {
 			t.Errorf("reply %+v (ok %v), want %+v", got, ok, want)
 		}
 	}
@@ -130,7 +133,7 @@ func TestDaemonAnswersEachRequestAsRunDoes(t *testing.T) {
 // spawns the plan), and the daemon goes on serving.
 func TestDaemonRefusesWhatIsNotAPlan(t *testing.T) {
 	var ran atomic.Int32
-	d := startDaemon(t, time.Hour, 10*time.Millisecond, func(req pibridge.DaemonRequest) pibridge.DaemonReply { ran.Add(1); return echo(req) })
+	d := startDaemon(t, time.Hour, 10*time.Millisecond, func(req pibridge.DaemonRequest) (pibridge.DaemonReply, error) { ran.Add(1); return echo(req) })
 	other := planReq("")
 	other.Args = []string{"delegate", "--profile", "x"}
 	relative := planReq("")
@@ -148,6 +151,11 @@ func TestDaemonRefusesWhatIsNotAPlan(t *testing.T) {
 	}
 	if n := ran.Load(); n != 0 {
 		t.Errorf("ran %d refused requests", n)
+	}
+	gone := planReq("")
+	gone.Dir = "/gone"
+	if got, ok := d.ask(t, request(t, gone)); ok {
+		t.Errorf("a request Run could not run as a process: answered %+v", got)
 	}
 	if _, ok := d.ask(t, request(t, planReq(""))); !ok {
 		t.Error("no answer to a plan after the refusals")
@@ -169,7 +177,7 @@ func TestDaemonStopsWhenItsSocketIsRemoved(t *testing.T) {
 func TestDaemonStopsWhenItsBinaryIsReplaced(t *testing.T) {
 	var ran atomic.Int32
 	// Polled once an hour: only the check at the request can stop it.
-	d := startDaemon(t, time.Hour, time.Hour, func(req pibridge.DaemonRequest) pibridge.DaemonReply { ran.Add(1); return echo(req) })
+	d := startDaemon(t, time.Hour, time.Hour, func(req pibridge.DaemonRequest) (pibridge.DaemonReply, error) { ran.Add(1); return echo(req) })
 	next := d.exe + ".new"
 	writeFile(t, next, "v2")
 	if err := os.Rename(next, d.exe); err != nil {

@@ -97,6 +97,16 @@ function planSocket(): string {
   return join(root, `plan-${h.toString(16).padStart(8, "0")}.sock`);
 }
 
+// processDir is Pi's working directory, which a spawned plan would
+// inherit; undefined if it was removed (process.cwd throws then).
+function processDir(): string | undefined {
+  try {
+    return process.cwd();
+  } catch {
+    return undefined;
+  }
+}
+
 // Daemon is a connection to the plan daemon, opened when Pi loads the
 // extension; ask sends the plan call and settles with the daemon's answer,
 // or with undefined if it has none (gone, refused, replaced), and then the
@@ -530,7 +540,7 @@ export default function (pi: ExtensionAPI) {
     const early = earlyPlan ? await earlyPlan : { daemon: await connectDaemon() };
     earlyPlan = undefined;
     const input = JSON.stringify(planRequest);
-    let r = early.daemon ? await early.daemon.ask(planArgs, input, process.cwd()) : undefined;
+    let r = early.daemon ? await early.daemon.ask(planArgs, input, processDir() ?? ctx.cwd) : undefined;
     if (!r) {
       const proc = early.proc ?? spawnPlan(ctx.cwd);
       proc.hold(true);
