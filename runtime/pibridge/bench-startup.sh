@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # What facets adds to Pi's startup: `pi ... -p hello` to exit with a mock
-# model, in interleaved rounds of four variants, medians in ms:
+# model, in interleaved rounds of these variants, medians in ms:
 #   bare      pi --no-extensions            (no extension at all)
 #   plain     pi                            (Pi's built-in extensions, no facets)
+#   tiny      pi, a three-line extension installed (Pi's cost of any extension)
 #   ext       pi, facets extension installed (auto-discovered)
 #   profile   pi --profile worker, installed
 #   spawn     pi, installed, FACETS_PLAN_DAEMON=0: every start spawns its
 #             plan (what the first start after an idle spell or upgrade costs)
-# facets' cost is ext - plain and profile - plain (also as the median of the
-# per-round differences, "paired", which is steadier). A benchmark, not a test:
+# facets' cost is ext - plain and profile - plain (tiny - plain of it is Pi's
+# cost of any extension), each also as the median of the per-round
+# differences ("paired", which is steadier). A benchmark, not a test:
 # run it by hand on a quiet machine (it prints the load average before and
 # after, since other work skews it).
 #
@@ -68,9 +70,15 @@ JSON
 }
 setup "$tmp/agent-plain"
 setup "$tmp/agent-facets"
+# Pi's own cost of loading any extension (jiti and its virtual modules),
+# which no extension can avoid: a three-line one, installed the same way.
+setup "$tmp/agent-tiny"
+mkdir -p "$tmp/agent-tiny/extensions/tiny"
+echo 'export default function (pi) { pi.on("session_start", async () => {}); }' > "$tmp/agent-tiny/extensions/tiny/index.js"
+echo '{"type": "module", "pi": {"extensions": ["./index.js"]}}' > "$tmp/agent-tiny/extensions/tiny/package.json"
 echo '{"version":1,"name":"worker","description":"Works","tools":["read","grep"]}' > "$tmp/agent-facets/facets/profiles/worker/config.json"
 PI_CODING_AGENT_DIR="$tmp/agent-facets" "$facets" pi-extension install > /dev/null
-variants=(bare plain ext profile spawn)
+variants=(bare plain tiny ext profile spawn)
 if [ -n "${FACETS_BENCH_BASE:-}" ]; then
 	setup "$tmp/agent-base"
 	cp -r "$tmp/agent-facets/facets" "$tmp/agent-base/"
@@ -110,6 +118,7 @@ one() {
 	case $1 in
 	bare) run bare "$tmp/agent-plain" --no-extensions ;;
 	plain) run plain "$tmp/agent-plain" ;;
+	tiny) run tiny "$tmp/agent-tiny" ;;
 	ext) run ext "$tmp/agent-facets" ;;
 	profile) run profile "$tmp/agent-facets" --profile worker ;;
 	spawn) daemon=0 run spawn "$tmp/agent-facets" ;;
