@@ -2,14 +2,18 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,14 +21,14 @@ import (
 	"github.com/facets-dev/facets/runtime/pibridge"
 )
 
-// TestPlanDaemonAnswersAsAProcess: the plan daemon's answer to a plan
-// call is byte for byte what `facets pi-extension plan` prints, exits with
-// and reports when run on its own, whatever the call: each role, a
-// profile, an unknown one, a trusted project, another protocol, a broken
-// request, another agent dir; and after an edit it answers from the edited
-// files, because it keeps nothing between plans. Many calls leave no file
-// open.
-func TestPlanDaemonAnswersAsAProcess(t *testing.T) {
+// TestPlanDaemonInProcess: run in this process, the daemon's answer to a
+// plan call is byte for byte what the CLI prints, exits with and reports
+// for it, whatever the call: each role, a profile, an unknown one, a
+// trusted project, another protocol, a broken request, another agent dir;
+// after an edit it answers from the edited files, because it keeps nothing
+// between plans; and many calls leave no file open.
+// TestPlanDaemonAnswersAsTheProcess compares real processes.
+func TestPlanDaemonInProcess(t *testing.T) {
 	agent, other, proj := t.TempDir(), t.TempDir(), t.TempDir()
 	writeFile(t, filepath.Join(agent, "facets", "profiles", "worker", "config.json"), `{"version":1,"name":"worker","description":"Works","tools":["read"]}`)
 	writeFile(t, filepath.Join(agent, "facets", "profiles", "bad", "config.json"), `{"version":1,"name":"bad",`)
@@ -152,4 +156,99 @@ func openFiles(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return len(des)
+}
+
+// TestPlanDaemonAnswersAsTheProcess: a daemon started as StartDaemon
+// starts it (detached, with none of the caller's environment) answers
+// every plan call exactly as `facets pi-extension plan` run as a process
+// with the call's environment, directory and stdin: so nothing the plan
+// depends on may come from the daemon's own process (its environment, its
+// working directory), e.g. $TMPDIR, under which the runs of a Main live
+// when $XDG_RUNTIME_DIR is unset.
+func TestPlanDaemonAnswersAsTheProcess(t *testing.T) {
+	facets, err := exec.LookPath("facets") // this test binary, as TestMain runs it
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, proj, tmp := t.TempDir(), t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(agent, "facets", "profiles", "worker", "config.json"), `{"version":1,"name":"worker","description":"Works","tools":["read"]}`)
+	writeFile(t, filepath.Join(proj, ".pi", "facets", "profiles", "local", "config.json"), `{"version":1,"name":"local","tools":["read"]}`)
+	// A Main session with a run channel under $TMPDIR's runtime root: its
+	// plan must start serve at once.
+	if err := os.MkdirAll(filepath.Join(tmp, "pi-facets-"+strconv.Itoa(os.Geteuid()), "s-runs", "run-1"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sockDir, err := os.MkdirTemp("", "fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	socket := filepath.Join(sockDir, "plan.sock")
+	t.Cleanup(func() { os.RemoveAll(sockDir) }) // the daemon stops when its socket goes
+	if err := pibridge.StartDaemon(facets, socket); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{envvar.AgentDir + "=" + agent, envvar.Home + "=" + t.TempDir(), "TMPDIR=" + tmp}
+	req := func(fields map[string]any) string {
+		b, _ := json.Marshal(fields)
+		return string(b)
+	}
+	main := []string{"pi-extension", "plan", "--role", "main", "--protocol", strconv.Itoa(pibridge.Protocol)}
+	for _, tc := range []struct {
+		name, stdin string
+		env, args   []string
+	}{
+		{"a Main with runs under TMPDIR", req(map[string]any{"cwd": proj, "mainSession": "s-runs"}), env, main},
+		{"a Main without", req(map[string]any{"cwd": proj, "mainSession": "s-new"}), env, main},
+		{"a profile of a trusted project", req(map[string]any{"cwd": proj, "trust": true, "profile": "local"}), env, main},
+		{"an unknown profile", req(map[string]any{"cwd": proj, "profile": "nosuch"}), env, main},
+		{"no agent dir, no home", req(map[string]any{"cwd": proj}), []string{}, main},
+		{"a relative agent dir", req(map[string]any{"cwd": proj, "profile": "worker"}), []string{envvar.AgentDir + "=agent", "TMPDIR=" + tmp}, main},
+	} {
+		dir := filepath.Dir(agent) // where "agent" above is relative to
+		cmd := exec.Command(facets, tc.args...)
+		cmd.Env, cmd.Dir, cmd.Stdin = tc.env, dir, strings.NewReader(tc.stdin)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Fatal(err)
+		}
+		want := pibridge.DaemonReply{Code: cmd.ProcessState.ExitCode(), Stdout: stdout.String(), Stderr: stderr.String()}
+		got, ok := askDaemon(t, socket, pibridge.DaemonRequest{V: pibridge.DaemonRequestVersion, Args: tc.args, Env: tc.env, Dir: dir, Stdin: tc.stdin})
+		if !ok || got != want {
+			t.Errorf("%s: the daemon answered (%v)\n%+v\nthe process\n%+v", tc.name, ok, got, want)
+		}
+	}
+}
+
+// askDaemon sends one request to the daemon at socket, waiting for it to
+// listen first (StartDaemon returns before it does).
+func askDaemon(t *testing.T, socket string, req pibridge.DaemonRequest) (pibridge.DaemonReply, bool) {
+	t.Helper()
+	var c net.Conn
+	var err error
+	for i := 0; ; i++ {
+		if c, err = net.Dial("unix", socket); err == nil {
+			break
+		}
+		if i == 1000 {
+			t.Fatalf("no daemon listens at %s: %v", socket, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	defer c.Close()
+	b, _ := json.Marshal(req)
+	if _, err := c.Write(append(b, '\n')); err != nil {
+		return pibridge.DaemonReply{}, false
+	}
+	line, err := bufio.NewReader(c).ReadBytes('\n')
+	if err != nil {
+		return pibridge.DaemonReply{}, false
+	}
+	var r pibridge.DaemonReply
+	if err := json.Unmarshal(line, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r, true
 }

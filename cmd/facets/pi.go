@@ -43,7 +43,7 @@ The extension runs hidden helpers of this command: "plan" (what to apply
 at startup, as JSON), "serve" (channel deliveries and receipts over JSON
 lines on stdin/stdout, for the life of the Pi process) and "daemon" (which
 answers later starts' plans over a Unix socket, so they spawn no process;
-FACETS_PLAN_DAEMON=0 turns it off).`,
+` + envvar.PlanDaemon + `=0 turns it off).`,
 		Example: `  facets pi-extension install
   facets pi-extension --path
   pi --profile reviewer`,

@@ -6,7 +6,7 @@
 // The Pi extension (runtime/pibridge/extension/index.ts) reads two of them
 // before it has asked facets for anything, so it spells them itself:
 // FacetsBin, Role, PlanDaemon and PlanSocket. Standard variables the os and os/exec packages read
-// on their own (PATH, TMPDIR) are not listed.
+// on their own (PATH) are not listed.
 package envvar
 
 // PiPrefix starts the name of every variable of the Main↔Sub contract
@@ -93,6 +93,10 @@ const (
 	// ($XDG_RUNTIME_DIR/pi-facets-<uid>). Set by the system; read by the Sub
 	// commands and facets pi-extension serve when no --runtime-dir is given.
 	XDGRuntimeDir = "XDG_RUNTIME_DIR"
+	// TmpDir is the channel root's base when XDGRuntimeDir is unset
+	// ($TMPDIR/pi-facets-<uid>, else /tmp). Set by the system; read where
+	// XDGRuntimeDir is, and by the Pi extension for the plan daemon's socket.
+	TmpDir = "TMPDIR"
 	// HerdrEnv is "1" inside a Herdr pane. Set by Herdr; read by the Herdr
 	// adapter (herdr.CLI) before it creates a tab.
 	HerdrEnv = "HERDR_ENV"
