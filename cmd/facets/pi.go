@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -38,8 +40,10 @@ what --path prints: the extension passes itself to facets delegate and
 facets invoke as --bridge; by hand, pass --bridge or set ` + envvar.PiBridge + `.
 
 The extension runs hidden helpers of this command: "plan" (what to apply
-at startup, as JSON) and "serve" (channel deliveries and receipts over
-JSON lines on stdin/stdout, for the life of the Pi process).`,
+at startup, as JSON), "serve" (channel deliveries and receipts over JSON
+lines on stdin/stdout, for the life of the Pi process) and "daemon" (which
+answers later starts' plans over a Unix socket, so they spawn no process;
+` + envvar.PlanDaemon + `=0 turns it off).`,
 		Example: `  facets pi-extension install
   facets pi-extension --path
   pi --profile reviewer`,
@@ -90,7 +94,7 @@ JSON lines on stdin/stdout, for the life of the Pi process).`,
 			return err
 		},
 	}
-	cmd.AddCommand(install, newPiPlanCmd(a), newPiServeCmd(a))
+	cmd.AddCommand(install, newPiPlanCmd(a), newPiServeCmd(a), newPiDaemonCmd(a))
 	return cmd
 }
 
@@ -161,7 +165,15 @@ func newPiPlanCmd(a *app) *cobra.Command {
 			plan.Protocol, plan.Facets = pibridge.Protocol, bin.Version
 			enc := json.NewEncoder(a.stdout)
 			enc.SetEscapeHTML(false)
-			return enc.Encode(plan)
+			if err := enc.Encode(plan); err != nil {
+				return err
+			}
+			// A plan the extension spawned starts the daemon that answers
+			// the next Pi's (best effort: without it, that Pi spawns again).
+			if sock := a.getenv(envvar.PlanSocket); sock != "" && !a.inDaemon && bin.Path != "" {
+				_ = pibridge.StartDaemon(bin.Path, sock)
+			}
+			return nil
 		},
 	}
 	src.register(a, cmd)
@@ -239,6 +251,64 @@ func mainManifest(src *sourceFlags, frozen string) (*manifest.Manifest, []compil
 		return nil, nil, "", err
 	}
 	return m, m.Diagnostics, warning, nil
+}
+
+// newPiDaemonCmd serves the extension's plan calls over a Unix socket
+// (pibridge.RunDaemon), each run as this CLI would run it in a process of
+// its own.
+func newPiDaemonCmd(a *app) *cobra.Command {
+	var socket string
+	var idle time.Duration
+	cmd := &cobra.Command{
+		Use:    "daemon --socket PATH [--idle D]",
+		Short:  "Answer the Pi extension's startup plans over a Unix socket",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !filepath.IsAbs(socket) {
+				return usageError{fmt.Errorf("--socket %q: want an absolute path", socket)}
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("plan daemon: locate this binary: %w", err)
+			}
+			err = pibridge.RunDaemon(cmd.Context(), pibridge.DaemonOptions{
+				Socket: socket, Executable: exe, Idle: idle, Poll: time.Second, Run: a.planRequest})
+			if errors.Is(err, pibridge.ErrDaemonRunning) {
+				return nil
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&socket, "socket", "", "the socket to listen on")
+	cmd.Flags().DurationVar(&idle, "idle", 15*time.Minute, "exit after this long without a request")
+	return cmd
+}
+
+// planRequest runs one daemon request the way a process of its own would
+// run `facets ARGS`: the request's environment, working directory and
+// stdin, fresh streams. The daemon runs one at a time, so the working
+// directory can be the process's.
+func (a *app) planRequest(req pibridge.DaemonRequest) (pibridge.DaemonReply, error) {
+	env := map[string]string{}
+	for _, kv := range req.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			if _, seen := env[k]; !seen {
+				env[k] = v // the first one wins, as getenv(3) finds it
+			}
+		}
+	}
+	if prev, err := os.Getwd(); err == nil {
+		defer os.Chdir(prev) // for a caller that is not a daemon, as tests are
+	}
+	if err := os.Chdir(req.Dir); err != nil {
+		return pibridge.DaemonReply{}, fmt.Errorf("plan request: %w", err)
+	}
+	var stdout, stderr bytes.Buffer
+	sub := &app{stdin: strings.NewReader(req.Stdin), stdout: &stdout, stderr: &stderr,
+		getenv: func(k string) string { return env[k] }, environ: req.Env, inDaemon: true}
+	code := sub.run(req.Args)
+	return pibridge.DaemonReply{Code: code, Stdout: stdout.String(), Stderr: stderr.String()}, nil
 }
 
 // newPiServeCmd is the extension's long-lived helper; it speaks JSON lines

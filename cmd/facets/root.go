@@ -40,6 +40,9 @@ type app struct {
 	// environ is the environment of the herdr processes facets starts (and
 	// the PATH herdr is looked up on); Main passes os.Environ().
 	environ []string
+	// inDaemon is set while the plan daemon runs a request (planRequest):
+	// that plan must not start another daemon.
+	inDaemon bool
 }
 
 // errDiagnostics signals that diagnostics were already printed and the

@@ -5,8 +5,8 @@
 //
 // The Pi extension (runtime/pibridge/extension/index.ts) reads two of them
 // before it has asked facets for anything, so it spells them itself:
-// FacetsBin and Role. Standard variables the os and os/exec packages read
-// on their own (PATH, TMPDIR) are not listed.
+// FacetsBin, Role, PlanDaemon and PlanSocket. Standard variables the os and os/exec packages read
+// on their own (PATH) are not listed.
 package envvar
 
 // PiPrefix starts the name of every variable of the Main↔Sub contract
@@ -62,6 +62,13 @@ const (
 	// FacetsBin is the facets binary the Pi extension runs. Set by the user;
 	// read by the Pi extension only, ahead of the path recorded at install.
 	FacetsBin = "FACETS_BIN"
+	// PlanDaemon set to 0 turns the plan daemon off: every Pi start spawns
+	// its plan. Set by the user; read by the Pi extension only.
+	PlanDaemon = "FACETS_PLAN_DAEMON"
+	// PlanSocket is where the plan daemon listens. Set by the Pi extension
+	// on the plan it spawns; read by facets pi-extension plan, which starts
+	// the daemon there for the next Pi.
+	PlanSocket = "FACETS_PLAN_SOCKET"
 	// HerdrBin is the herdr executable the Sub commands run. Set by the
 	// user; read as the default of --herdr-bin, ahead of HerdrBinPath.
 	HerdrBin = "FACETS_HERDR"
@@ -86,6 +93,10 @@ const (
 	// ($XDG_RUNTIME_DIR/pi-facets-<uid>). Set by the system; read by the Sub
 	// commands and facets pi-extension serve when no --runtime-dir is given.
 	XDGRuntimeDir = "XDG_RUNTIME_DIR"
+	// TmpDir is the channel root's base when XDGRuntimeDir is unset
+	// ($TMPDIR/pi-facets-<uid>, else /tmp). Set by the system; read where
+	// XDGRuntimeDir is, and by the Pi extension for the plan daemon's socket.
+	TmpDir = "TMPDIR"
 	// HerdrEnv is "1" inside a Herdr pane. Set by Herdr; read by the Herdr
 	// adapter (herdr.CLI) before it creates a tab.
 	HerdrEnv = "HERDR_ENV"

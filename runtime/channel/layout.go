@@ -54,13 +54,18 @@ const (
 	maxControlBytes  = 64 << 10
 )
 
-// RuntimeRoot returns $XDG_RUNTIME_DIR/pi-facets-<uid>, with the variable
-// read through getenv, falling back to the OS temp dir when it is unset, as
-// the TypeScript Facets does, so both agree on the root without configuration.
+// RuntimeRoot returns $XDG_RUNTIME_DIR/pi-facets-<uid>, falling back to the
+// temp dir ($TMPDIR, else /tmp, as os.TempDir has it on Unix) when it is
+// unset, as the TypeScript Facets does, so both agree on the root without
+// configuration. Both variables are read through getenv, never from the
+// process: the plan daemon runs plans with its caller's environment.
 func RuntimeRoot(getenv func(string) string) string {
 	base := getenv(envvar.XDGRuntimeDir)
 	if base == "" {
-		base = os.TempDir()
+		base = getenv(envvar.TmpDir)
+	}
+	if base == "" {
+		base = "/tmp"
 	}
 	return filepath.Join(base, fmt.Sprintf("pi-facets-%d", os.Geteuid()))
 }

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # What facets adds to Pi's startup: `pi ... -p hello` to exit with a mock
-# model, in interleaved rounds of four variants, medians in ms:
+# model, in interleaved rounds of these variants, medians in ms:
 #   bare      pi --no-extensions            (no extension at all)
 #   plain     pi                            (Pi's built-in extensions, no facets)
+#   tiny      pi, a three-line extension installed (Pi's cost of any extension)
 #   ext       pi, facets extension installed (auto-discovered)
 #   profile   pi --profile worker, installed
-# facets' cost is ext - plain and profile - plain (also as the median of the
-# per-round differences, "paired", which is steadier). A benchmark, not a test:
+#   spawn     pi, installed, FACETS_PLAN_DAEMON=0: every start spawns its
+#             plan (what the first start after an idle spell or upgrade costs)
+# facets' cost is ext - plain and profile - plain (tiny - plain of it is Pi's
+# cost of any extension), each also as the median of the per-round
+# differences ("paired", which is steadier). A benchmark, not a test:
 # run it by hand on a quiet machine (it prints the load average before and
 # after, since other work skews it).
 #
@@ -66,16 +70,22 @@ JSON
 }
 setup "$tmp/agent-plain"
 setup "$tmp/agent-facets"
+# Pi's own cost of loading any extension (jiti and its virtual modules),
+# which no extension can avoid: a three-line one, installed the same way.
+setup "$tmp/agent-tiny"
+mkdir -p "$tmp/agent-tiny/extensions/tiny"
+echo 'export default function (pi) { pi.on("session_start", async () => {}); }' > "$tmp/agent-tiny/extensions/tiny/index.js"
+echo '{"type": "module", "pi": {"extensions": ["./index.js"]}}' > "$tmp/agent-tiny/extensions/tiny/package.json"
 echo '{"version":1,"name":"worker","description":"Works","tools":["read","grep"]}' > "$tmp/agent-facets/facets/profiles/worker/config.json"
 PI_CODING_AGENT_DIR="$tmp/agent-facets" "$facets" pi-extension install > /dev/null
-variants=(bare plain ext profile)
+variants=(bare plain tiny ext profile spawn)
 if [ -n "${FACETS_BENCH_BASE:-}" ]; then
 	setup "$tmp/agent-base"
 	cp -r "$tmp/agent-facets/facets" "$tmp/agent-base/"
 	PI_CODING_AGENT_DIR="$tmp/agent-base" "$FACETS_BENCH_BASE" pi-extension install > /dev/null
 	variants+=(ext-base profile-base)
 fi
-mkdir -p "$tmp/work" "$tmp/home"
+mkdir -p "$tmp/work" "$tmp/home" "$tmp/run"
 
 # childcpu prints the CPU time (user + system, ms) of every process this
 # shell has waited for, from bash's `times` (millisecond precision); `times`
@@ -91,7 +101,8 @@ run() { # name agentDir args... : one timed run, appended to $tmp/name
 	local t0 t1 c0 c1
 	childcpu > "$tmp/c0"
 	t0=$(date +%s%N)
-	(cd "$tmp/work" && HOME="$tmp/home" PI_CODING_AGENT_DIR="$agent" PI_OFFLINE=1 PI_TELEMETRY=0 \
+	(cd "$tmp/work" && HOME="$tmp/home" PI_CODING_AGENT_DIR="$agent" PI_OFFLINE=1 PI_TELEMETRY=0 XDG_RUNTIME_DIR="$tmp/run" \
+		FACETS_PLAN_DAEMON="${daemon:-}" \
 		"$node" "$cli" --no-session "$@" -p hello > "$tmp/out" 2> "$tmp/err") ||
 		{ echo "$name failed:" >&2; cat "$tmp/err" >&2; exit 1; }
 	t1=$(date +%s%N)
@@ -107,8 +118,10 @@ one() {
 	case $1 in
 	bare) run bare "$tmp/agent-plain" --no-extensions ;;
 	plain) run plain "$tmp/agent-plain" ;;
+	tiny) run tiny "$tmp/agent-tiny" ;;
 	ext) run ext "$tmp/agent-facets" ;;
 	profile) run profile "$tmp/agent-facets" --profile worker ;;
+	spawn) daemon=0 run spawn "$tmp/agent-facets" ;;
 	ext-base) run ext-base "$tmp/agent-base" ;;
 	profile-base) run profile-base "$tmp/agent-base" --profile worker ;;
 	esac
@@ -133,4 +146,12 @@ for v in "${variants[@]}"; do
 	printf '%-12s wall median %5d ms (%+5d vs plain, paired %+5d)   cpu median %5d ms (%+5d vs plain, paired %+5d)\n' \
 		"$v" "$m" $((m - plain)) "$(paired "$v" plain)" "$c" $((c - plaincpu)) "$(paired "$v.cpu" plain.cpu)"
 done
+# The plan daemon's CPU is not in `times` (Pi does not wait for it): read
+# it from /proc, per start it answered (ext and profile, warm-up included).
+pid=$(pgrep -f "pi-extension daemon --socket $tmp/run/" | head -1 || true)
+if [ -n "$pid" ] && [ -r "/proc/$pid/stat" ]; then
+	ticks=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	served=$((2 * (rounds + 1) - 1))
+	echo "plan daemon: $((ticks * 1000 / $(getconf CLK_TCK))) ms CPU for about $served starts ($((ticks * 1000 / $(getconf CLK_TCK) / served)) ms each; the first ext start spawned its plan)"
+fi
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

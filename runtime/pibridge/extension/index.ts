@@ -10,6 +10,8 @@
 //   facets invoke -> /sub:<profile>
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { connect, type Socket } from "node:net";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
@@ -83,6 +85,91 @@ function bridgeConfig(): { facetsBin?: string; facetsVersion?: string } {
 const FACETS = process.env.FACETS_BIN || (typeof CONF.facetsBin === "string" && CONF.facetsBin) || "facets";
 const EXT_VERSION = typeof CONF.facetsVersion === "string" ? CONF.facetsVersion : "";
 
+// PLAN_SOCKET is where the plan daemon of this binary and this extension
+// listens (pibridge.RunDaemon): in facets' runtime root, which is the
+// channels' (channel.RuntimeRoot in Go), named after both paths so another
+// binary or extension never answers. FACETS_PLAN_DAEMON=0 turns it off.
+const PLAN_SOCKET = process.env.FACETS_PLAN_DAEMON === "0" ? "" : planSocket();
+function planSocket(): string {
+  let h = 0x811c9dc5; // FNV-1a, 32 bits
+  for (const c of `${FACETS}\0${SELF}`) h = Math.imul(h ^ c.codePointAt(0)!, 0x01000193) >>> 0;
+  const root = join(process.env.XDG_RUNTIME_DIR || tmpdir(), `pi-facets-${process.geteuid?.() ?? 0}`);
+  return join(root, `plan-${h.toString(16).padStart(8, "0")}.sock`);
+}
+
+// processDir is Pi's working directory, which a spawned plan would
+// inherit; undefined if it was removed (process.cwd throws then).
+function processDir(): string | undefined {
+  try {
+    return process.cwd();
+  } catch {
+    return undefined;
+  }
+}
+
+// Daemon is a connection to the plan daemon, opened when Pi loads the
+// extension; ask sends the plan call and settles with the daemon's answer,
+// or with undefined if it has none (gone, refused, replaced), and then the
+// extension spawns the plan itself.
+type Daemon = { ask: (args: string[], stdin: string, cwd: string) => Promise<Result | undefined>; hold: (held: boolean) => void };
+// DAEMON_WAIT bounds one answer; a daemon that takes longer is treated as gone.
+const DAEMON_WAIT = 10_000;
+function connectDaemon(): Promise<Daemon | undefined> {
+  if (!PLAN_SOCKET) return Promise.resolve(undefined);
+  return new Promise((resolve) => {
+    let sock: Socket;
+    try {
+      sock = connect(PLAN_SOCKET);
+    } catch {
+      resolve(undefined);
+      return;
+    }
+    let answer: ((r: Result | undefined) => void) | undefined;
+    let data = "";
+    let closed = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const done = (r: Result | undefined) => {
+      closed = true;
+      if (timer) clearTimeout(timer);
+      answer?.(r);
+      answer = undefined;
+      sock.destroy();
+    };
+    sock.setEncoding("utf8");
+    sock.on("error", () => {
+      resolve(undefined);
+      done(undefined);
+    });
+    sock.on("close", () => done(undefined));
+    sock.on("data", (d: string) => {
+      data += d;
+      const nl = data.indexOf("\n");
+      if (nl < 0) return;
+      try {
+        const r = JSON.parse(data.slice(0, nl)) as { code: number; stdout: string; stderr: string };
+        done({ code: r.code, stdout: r.stdout, stderr: r.stderr });
+      } catch {
+        done(undefined);
+      }
+    });
+    sock.on("connect", () => {
+      sock.unref();
+      resolve({
+        ask: (args, stdin, cwd) =>
+          new Promise((r) => {
+            if (closed) return r(undefined);
+            answer = r;
+            sock.ref();
+            timer = setTimeout(() => done(undefined), DAEMON_WAIT);
+            const env = Object.entries(process.env).flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${v}`]));
+            sock.write(JSON.stringify({ v: 1, args, env, dir: cwd, stdin }) + "\n");
+          }),
+        hold: (held) => (held ? sock.ref() : sock.unref()),
+      });
+    });
+  });
+}
+
 // olderBinary is the handshake message for a facets that printed no plan
 // because it does not know --protocol, or whose plan has no protocol: it is
 // older than the handshake. It says the same as pibridge.Mismatch in Go.
@@ -104,14 +191,14 @@ type Handle = { ref?: () => void; unref?: () => void };
 // start, exits before reading its input (EPIPE on stdin) or breaks a pipe
 // is an answer with a non-zero code, because an unhandled stream error
 // would take the whole Pi process down.
-function start(args: string[], opts: { cwd?: string; signal?: AbortSignal } = {}): Proc {
+function start(args: string[], opts: { cwd?: string; signal?: AbortSignal; env?: NodeJS.ProcessEnv } = {}): Proc {
   let stdout = "";
   let stderr = "";
   let child: ChildProcess;
   let resolve!: (r: Result) => void;
   const result = new Promise<Result>((r) => (resolve = r));
   try {
-    child = spawn(FACETS, args, { cwd: opts.cwd, stdio: ["pipe", "pipe", "pipe"], signal: opts.signal });
+    child = spawn(FACETS, args, { cwd: opts.cwd, env: opts.env, stdio: ["pipe", "pipe", "pipe"], signal: opts.signal });
   } catch (err) {
     resolve({ code: -1, stdout, stderr: `cannot run ${FACETS}: ${String(err)}`, unstartable: true });
     return { result, finish: () => {}, hold: () => {} };
@@ -411,9 +498,17 @@ export default function (pi: ExtensionAPI) {
   // (PlanRequest in Go) on stdin, which session_start writes; until then
   // it does not keep Pi alive (a Pi that never starts a session exits, and
   // the plan with it).
+  //
+  // With a plan daemon running (started by an earlier plan), the extension
+  // connects to it instead and sends it the same call: no process at all.
   const planArgs = ["pi-extension", "plan", "--role", isSub ? "sub" : "main", "--protocol", String(PROTOCOL), "--extension-version", EXT_VERSION];
-  let earlyPlan: Proc | undefined = start(planArgs);
-  earlyPlan.hold(false);
+  const spawnPlan = (cwd?: string) => start(planArgs, { cwd, env: PLAN_SOCKET ? { ...process.env, FACETS_PLAN_SOCKET: PLAN_SOCKET } : undefined });
+  let earlyPlan: Promise<{ daemon?: Daemon; proc?: Proc }> | undefined = connectDaemon().then((daemon) => {
+    if (daemon) return { daemon };
+    const proc = spawnPlan();
+    proc.hold(false);
+    return { proc };
+  });
 
   if (!isSub) {
     pi.registerFlag("profile", { description: "Start with a Facets profile (model, thinking, tools, skills, instructions)", type: "string" });
@@ -439,13 +534,19 @@ export default function (pi: ExtensionAPI) {
     const flag = isSub ? undefined : pi.getFlag("profile");
     const profile = typeof flag === "string" ? flag : undefined;
     const planRequest = { cwd: ctx.cwd, trust: trusted, rolePacks: packs, profile, mainSession: isSub ? undefined : ctx.sessionManager.getSessionId() };
-    // The first session of this extension instance uses the plan started
-    // at load; a later one (a session switch) starts its own.
-    const proc = earlyPlan ?? start(planArgs, { cwd: ctx.cwd });
+    // The first session of this extension instance uses the daemon
+    // connection or the plan started at load; a later one (a session
+    // switch) asks the daemon again, or spawns its own plan.
+    const early = earlyPlan ? await earlyPlan : { daemon: await connectDaemon() };
     earlyPlan = undefined;
-    proc.hold(true);
-    proc.finish(JSON.stringify(planRequest));
-    const r = await proc.result;
+    const input = JSON.stringify(planRequest);
+    let r = early.daemon ? await early.daemon.ask(planArgs, input, processDir() ?? ctx.cwd) : undefined;
+    if (!r) {
+      const proc = early.proc ?? spawnPlan(ctx.cwd);
+      proc.hold(true);
+      proc.finish(input);
+      r = await proc.result;
+    }
     try {
       plan = JSON.parse(r.stdout) as Plan;
     } catch {
@@ -578,8 +679,9 @@ export default function (pi: ExtensionAPI) {
     request({ op: "settled", aborted: event.aborted });
   });
   pi.on("session_shutdown", async (event) => {
-    earlyPlan?.finish();
+    const early = earlyPlan;
     earlyPlan = undefined;
+    void early?.then((e) => (e.proc?.finish(), e.daemon?.hold(false)));
     if (isSub && event.reason === "quit") request({ op: "quit" });
     const child = serve;
     serve = undefined;

@@ -1,0 +1,396 @@
+package pibridge
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The plan daemon answers the extension's startup call (`facets pi-extension
+// plan`) over a Unix socket, so a Pi start costs a connect instead of a
+// process: Node forks its whole heap to spawn one, which is most of what
+// facets added to Pi's startup. It runs the same command with the caller's
+// arguments, environment, working directory and stdin, so its answer is the
+// one a fresh process would print; it keeps nothing between requests. The
+// first Pi start after a login, an upgrade or an idle spell spawns the plan
+// as before, and that process starts the daemon for the next one.
+
+// DaemonRequestVersion is the version of DaemonRequest; a daemon closes a
+// connection that speaks another, and the extension then spawns the plan.
+const DaemonRequestVersion = 1
+
+// DaemonRequest is one plan call as the extension would have made it: the
+// command line (after "facets"), the environment as KEY=VALUE, the working
+// directory (absolute) and what it writes on stdin.
+type DaemonRequest struct {
+	V     int      `json:"v"`
+	Args  []string `json:"args"`
+	Env   []string `json:"env"`
+	Dir   string   `json:"dir"`
+	Stdin string   `json:"stdin"`
+}
+
+// DaemonReply is what the plan process would have left behind: its exit
+// status and output.
+type DaemonReply struct {
+	Code   int    `json:"code"`
+	Stdout string `json:"stdout"`
+	Stderr string `json:"stderr"`
+}
+
+// maxDaemonRequestBytes bounds one request: a plan request (at most
+// maxRequestBytes) plus an environment, many times over.
+const maxDaemonRequestBytes = 4 << 20
+
+// PlanArgs are the only command a daemon runs: a Pi's startup plan. The
+// runtime commands stay processes of their own, because they start Subs
+// and wait on them.
+var planArgs = []string{"pi-extension", "plan"}
+
+// ReadDaemonRequest reads one request line from r and checks it: the
+// version, a plan command, an absolute working directory.
+func ReadDaemonRequest(r io.Reader) (DaemonRequest, error) {
+	var req DaemonRequest
+	line, err := bufio.NewReaderSize(io.LimitReader(r, maxDaemonRequestBytes+1), 64<<10).ReadBytes('\n')
+	if err != nil && !(errors.Is(err, io.EOF) && len(line) > 0) {
+		return req, fmt.Errorf("read the daemon request: %w", err)
+	}
+	if len(line) > maxDaemonRequestBytes {
+		return req, fmt.Errorf("read the daemon request: more than %d bytes", maxDaemonRequestBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, fmt.Errorf("read the daemon request: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return req, errors.New("read the daemon request: more than one value on the line")
+	}
+	switch {
+	case req.V != DaemonRequestVersion:
+		return req, fmt.Errorf("daemon request version %d, want %d", req.V, DaemonRequestVersion)
+	case len(req.Args) < len(planArgs) || !slices.Equal(req.Args[:len(planArgs)], planArgs):
+		return req, fmt.Errorf("the daemon runs only %q, not %q", planArgs, req.Args)
+	case !filepath.IsAbs(req.Dir):
+		return req, fmt.Errorf("daemon request: working directory %q is not absolute", req.Dir)
+	}
+	return req, nil
+}
+
+// DaemonOptions configure RunDaemon.
+type DaemonOptions struct {
+	// Socket is the socket's path; its directory must be the user's own
+	// and closed to group and others (it is created so when missing).
+	Socket string
+	// Executable is the binary the daemon runs as: when the file there is
+	// replaced (an upgrade), the daemon stops, so a new binary answers.
+	Executable string
+	// Idle is how long the daemon waits for a request before it exits.
+	Idle time.Duration
+	// Poll is how often it checks its socket, its binary and the idle time.
+	Poll time.Duration
+	// Run answers one request. The daemon calls it for one request at a
+	// time, so Run may change the working directory. An error means it
+	// could not run the command as a process would have (its working
+	// directory is gone): the daemon then sends no answer, and the
+	// extension spawns the plan.
+	Run func(DaemonRequest) (DaemonReply, error)
+}
+
+// ErrDaemonRunning means another daemon already serves the socket.
+var ErrDaemonRunning = errors.New("a plan daemon already serves this socket")
+
+// RunDaemon serves plan requests on o.Socket until ctx ends, the daemon
+// has been idle for o.Idle, its socket file is removed or replaced (a new
+// install, a removed runtime directory), or its binary is replaced. A lock
+// file beside the socket keeps a second daemon from taking the socket
+// over; it returns ErrDaemonRunning then.
+func RunDaemon(ctx context.Context, o DaemonOptions) error {
+	dir := filepath.Dir(o.Socket)
+	if err := privateDir(dir); err != nil {
+		return fmt.Errorf("plan daemon: %w", err)
+	}
+	lock, err := os.OpenFile(o.Socket+".lock", os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fmt.Errorf("plan daemon: %w", err)
+	}
+	defer lock.Close()
+	if !takeLock(lock) {
+		return ErrDaemonRunning
+	}
+	// Whatever sits at the socket path now is left from a daemon that died:
+	// a live one would hold the lock.
+	if err := os.Remove(o.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("plan daemon: %w", err)
+	}
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: o.Socket, Net: "unix"})
+	if err != nil {
+		return fmt.Errorf("plan daemon: %w", err)
+	}
+	// The socket is unlinked below only while it is still this daemon's:
+	// after a removed directory, the path may be a newer daemon's.
+	l.SetUnlinkOnClose(false)
+	// The directory already keeps others out; Linux also checks the
+	// socket's own mode on connect.
+	if err := os.Chmod(o.Socket, 0o600); err != nil {
+		l.Close()
+		return fmt.Errorf("plan daemon: %w", err)
+	}
+	sock, err := identify(o.Socket, false)
+	if err != nil {
+		l.Close()
+		return fmt.Errorf("plan daemon: %w", err)
+	}
+	exe, err := identify(o.Executable, true)
+	if err != nil {
+		l.Close()
+		return fmt.Errorf("plan daemon: %w", err)
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	d := &daemon{opts: o, listener: l, last: time.Now(), stop: stop, sock: sock, exe: exe, open: map[*net.UnixConn]bool{}}
+	go d.watch(ctx)
+	go func() {
+		<-ctx.Done()
+		l.Close()
+	}()
+	d.accept()
+	// Connections still waiting to send (a Pi between loading the
+	// extension and its session start) are closed: their extension spawns
+	// the plan instead.
+	d.openMu.Lock()
+	for c := range d.open {
+		c.Close()
+	}
+	d.openMu.Unlock()
+	d.conns.Wait()
+	if id, err := identify(o.Socket, false); err == nil && id == sock {
+		os.Remove(o.Socket)
+	}
+	return nil
+}
+
+// lockWait is how long a new daemon waits for the lock: one that is
+// stopping (its binary was replaced, and the plan of the new binary
+// started this one at once) still holds it for a moment.
+const lockWait = 2 * time.Second
+
+func takeLock(f *os.File) bool {
+	for deadline := time.Now().Add(lockWait); ; {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return true
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type daemon struct {
+	opts     DaemonOptions
+	listener *net.UnixListener
+	conns    sync.WaitGroup
+	mu       sync.Mutex // one request at a time; guards last and busy
+	last     time.Time  // when the last request ended
+	busy     int        // open connections
+	stop     func()
+	openMu   sync.Mutex
+	open     map[*net.UnixConn]bool // the connections being served
+	// sock and exe are the socket and binary the daemon started with.
+	sock, exe fileIdentity
+}
+
+// current reports whether the socket and the binary are still the ones the
+// daemon started with.
+func (d *daemon) current() bool {
+	s, serr := identify(d.opts.Socket, false)
+	e, eerr := identify(d.opts.Executable, true)
+	return serr == nil && s == d.sock && eerr == nil && e == d.exe
+}
+
+func (d *daemon) accept() {
+	for {
+		c, err := d.listener.AcceptUnix()
+		if err != nil {
+			return // closed by watch or ctx
+		}
+		d.mu.Lock()
+		d.busy++
+		d.mu.Unlock()
+		d.openMu.Lock()
+		d.open[c] = true
+		d.openMu.Unlock()
+		d.conns.Add(1)
+		go d.serve(c)
+	}
+}
+
+// connDeadline is how long a connection may stay open: an extension
+// connects when Pi loads it and writes its request at session start,
+// which can be a while on a slow machine, but not this long.
+const connDeadline = 2 * time.Minute
+
+func (d *daemon) serve(c *net.UnixConn) {
+	defer d.conns.Done()
+	defer func() {
+		d.openMu.Lock()
+		delete(d.open, c)
+		d.openMu.Unlock()
+		c.Close()
+	}()
+	defer func() {
+		d.mu.Lock()
+		d.busy--
+		d.last = time.Now()
+		d.mu.Unlock()
+	}()
+	c.SetDeadline(time.Now().Add(connDeadline))
+	req, err := ReadDaemonRequest(c)
+	if err != nil {
+		return // the extension spawns the plan instead
+	}
+	d.mu.Lock()
+	if !d.current() {
+		// Checked per request, not only by watch: after an upgrade the old
+		// binary must not answer for the new one even once.
+		d.mu.Unlock()
+		d.stop()
+		return
+	}
+	reply, err := d.opts.Run(req)
+	d.mu.Unlock()
+	if err != nil {
+		return
+	}
+	b, err := json.Marshal(reply)
+	if err != nil {
+		return
+	}
+	c.Write(append(b, '\n'))
+}
+
+// watch stops the daemon when it has been idle for Idle or when its
+// socket or binary is no longer the one it started with.
+func (d *daemon) watch(ctx context.Context) {
+	t := time.NewTicker(d.opts.Poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		d.mu.Lock()
+		idle := d.busy == 0 && time.Since(d.last) >= d.opts.Idle
+		d.mu.Unlock()
+		if idle || !d.current() {
+			d.stop()
+			return
+		}
+	}
+}
+
+// fileIdentity tells one version of a file from another: a replaced file
+// has another inode, a rewritten one another size or time.
+type fileIdentity struct {
+	dev, ino, size uint64
+	mtime          int64
+}
+
+func identify(path string, follow bool) (fileIdentity, error) {
+	stat := os.Lstat
+	if follow {
+		stat = os.Stat
+	}
+	fi, err := stat(path)
+	if err != nil {
+		return fileIdentity{}, err
+	}
+	id := fileIdentity{size: uint64(fi.Size()), mtime: fi.ModTime().UnixNano()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		id.dev, id.ino = uint64(st.Dev), uint64(st.Ino)
+	}
+	return id, nil
+}
+
+// privateDir creates dir (mode 0700) when missing and refuses one that is a
+// symbolic link, someone else's, or open to group or others: whoever can
+// reach the socket can ask for plans with any environment.
+func privateDir(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	case !ok || int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("%s is not owned by uid %d", dir, os.Geteuid())
+	case fi.Mode().Perm()&0o077 != 0:
+		return fmt.Errorf("%s has mode %04o; only its owner may use it (chmod 700)", dir, fi.Mode().Perm())
+	}
+	return nil
+}
+
+// DaemonArgs is the command line (after the binary) that runs a daemon.
+func DaemonArgs(socket string) []string {
+	return []string{"pi-extension", "daemon", "--socket", socket}
+}
+
+// StartDaemon starts exe as a plan daemon on socket, detached from the
+// caller (its own session, no inherited streams), unless one answers there
+// already. Best effort: without a daemon the next Pi spawns its plan again.
+func StartDaemon(exe, socket string) error {
+	if c, err := net.DialTimeout("unix", socket, 100*time.Millisecond); err == nil {
+		c.Close()
+		return nil
+	}
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("start the plan daemon: %w", err)
+	}
+	defer null.Close()
+	p, err := os.StartProcess(exe, append([]string{exe}, DaemonArgs(socket)...), &os.ProcAttr{
+		Dir:   "/",
+		Env:   daemonEnv(os.Environ()),
+		Files: []*os.File{null, null, null},
+		Sys:   &syscall.SysProcAttr{Setsid: true},
+	})
+	if err != nil {
+		return fmt.Errorf("start the plan daemon: %w", err)
+	}
+	return p.Release()
+}
+
+// daemonEnv is the daemon's own environment: the Go runtime's settings
+// only. Each request brings the environment its plan reads, so nothing of
+// the Pi that happened to start the daemon (its keys, its agent dir) stays
+// in it.
+func daemonEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		for _, k := range []string{"GOGC=", "GOMEMLIMIT=", "GODEBUG=", "GOTRACEBACK="} {
+			if len(kv) >= len(k) && kv[:len(k)] == k {
+				out = append(out, kv)
+			}
+		}
+	}
+	return out
+}
