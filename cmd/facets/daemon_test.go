@@ -64,32 +64,13 @@ func TestPlanDaemonInProcess(t *testing.T) {
 	}()
 	ask := func(env map[string]string, stdin string, args []string) pibridge.DaemonReply {
 		t.Helper()
-		var c net.Conn
-		for i := 0; ; i++ {
-			if c, err = net.Dial("unix", socket); err == nil {
-				break
-			}
-			if i == 500 {
-				t.Fatalf("the daemon does not listen: %v", err)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		defer c.Close()
 		var environ []string
 		for _, k := range slices.Sorted(maps.Keys(env)) {
 			environ = append(environ, k+"="+env[k])
 		}
-		b, _ := json.Marshal(pibridge.DaemonRequest{V: pibridge.DaemonRequestVersion, Args: args, Env: environ, Dir: t.TempDir(), Stdin: stdin})
-		if _, err := c.Write(append(b, '\n')); err != nil {
-			t.Fatal(err)
-		}
-		line, err := bufio.NewReader(c).ReadBytes('\n')
-		if err != nil {
-			t.Fatalf("no answer to %q: %v", args, err)
-		}
-		var r pibridge.DaemonReply
-		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatal(err)
+		r, ok := askDaemon(t, socket, pibridge.DaemonRequest{V: pibridge.DaemonRequestVersion, Args: args, Env: environ, Dir: t.TempDir(), Stdin: stdin})
+		if !ok {
+			t.Fatalf("no answer to %q", args)
 		}
 		return r
 	}

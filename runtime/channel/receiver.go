@@ -332,18 +332,9 @@ func (r *Receiver) claimNext(key Receipt, seq int64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cur, ok := r.next[key.RunID]
-	if !ok || cur.next != seq {
+	if !ok || cur.next != seq || !r.claimLocked(key, seq) {
 		return false
 	}
-	slot := seqSlot{seqKey{key.Direction, key.RunID}, seq}
-	if _, ok := r.inFlight[key]; ok {
-		return false
-	}
-	if _, taken := r.bySeq[slot]; taken {
-		return false
-	}
-	r.inFlight[key] = seq
-	r.bySeq[slot] = key
 	cur.next++
 	r.next[key.RunID] = cur
 	return true
@@ -471,6 +462,11 @@ func (r *Receiver) recordDelivered(m Message, waiting []string) error {
 func (r *Receiver) claim(key Receipt, seq int64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.claimLocked(key, seq)
+}
+
+// claimLocked is claim with r.mu held.
+func (r *Receiver) claimLocked(key Receipt, seq int64) bool {
 	slot := seqSlot{seqKey{key.Direction, key.RunID}, seq}
 	if _, ok := r.inFlight[key]; ok {
 		return false

@@ -25,17 +25,7 @@ func TestMainStartsServeOnlyWhenNeeded(t *testing.T) {
 	})
 	e := newPiEnv(t, mock)
 	e.profile("worker", map[string]any{"description": "Works", "tools": []string{"read"}})
-	log := filepath.Join(t.TempDir(), "calls")
-	standIn := filepath.Join(t.TempDir(), "facets")
-	writeFile(t, standIn, "#!/bin/sh\necho \"$1 $2\" >> "+strconv.Quote(log)+"\nexec "+strconv.Quote(e.facets)+" \"$@\"\n")
-	if err := os.Chmod(standIn, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	calls := func() string {
-		data, _ := os.ReadFile(log)
-		os.Remove(log)
-		return strings.TrimSpace(string(data))
-	}
+	standIn, calls := loggingFacets(t, e.facets)
 	// Every start spawns its plan here: with the plan daemon (see
 	// TestPlanDaemonWithRealPi) a later start spawns none.
 	env := []string{"FACETS_BIN=" + standIn, "FACETS_PLAN_DAEMON=0"}
@@ -70,17 +60,7 @@ func TestPlanDaemonWithRealPi(t *testing.T) {
 	copyExecutable(t, e.facets, bin)
 	e.facets = bin
 	e.profile("worker", map[string]any{"description": "Works", "tools": []string{"read"}})
-	log := filepath.Join(t.TempDir(), "calls")
-	standIn := filepath.Join(t.TempDir(), "facets")
-	writeFile(t, standIn, "#!/bin/sh\necho \"$1 $2\" >> "+strconv.Quote(log)+"\nexec "+strconv.Quote(bin)+" \"$@\"\n")
-	if err := os.Chmod(standIn, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	calls := func() string {
-		data, _ := os.ReadFile(log)
-		os.Remove(log)
-		return strings.TrimSpace(string(data))
-	}
+	standIn, calls := loggingFacets(t, bin)
 	env := []string{"FACETS_BIN=" + standIn}
 	args := []string{"--no-extensions", "-e", e.bridge, "--profile", "worker", "-p", "hello"}
 	start := func(extraEnv []string, wantCalls, wantTool, notTool string) {
@@ -140,5 +120,23 @@ func copyExecutable(t *testing.T, from, to string) {
 	}
 	if err := os.WriteFile(to, data, 0o755); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// loggingFacets writes a stand-in for the facets binary bin that logs the
+// first two arguments of each call; calls returns the calls since it was
+// last called, one per line.
+func loggingFacets(t *testing.T, bin string) (standIn string, calls func() string) {
+	t.Helper()
+	log := filepath.Join(t.TempDir(), "calls")
+	standIn = filepath.Join(t.TempDir(), "facets")
+	writeFile(t, standIn, "#!/bin/sh\necho \"$1 $2\" >> "+strconv.Quote(log)+"\nexec "+strconv.Quote(bin)+" \"$@\"\n")
+	if err := os.Chmod(standIn, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return standIn, func() string {
+		data, _ := os.ReadFile(log)
+		os.Remove(log)
+		return strings.TrimSpace(string(data))
 	}
 }
