@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"net"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,13 +64,16 @@ func TestPlanDaemonInProcess(t *testing.T) {
 			t.Errorf("RunDaemon: %v", err)
 		}
 	}()
-	ask := func(env map[string]string, stdin string, args []string) pibridge.DaemonReply {
-		t.Helper()
+	request := func(env map[string]string, stdin string, args []string) pibridge.DaemonRequest {
 		var environ []string
 		for _, k := range slices.Sorted(maps.Keys(env)) {
 			environ = append(environ, k+"="+env[k])
 		}
-		r, ok := askDaemon(t, socket, pibridge.DaemonRequest{V: pibridge.DaemonRequestVersion, Args: args, Env: environ, Dir: t.TempDir(), Stdin: stdin})
+		return pibridge.DaemonRequest{V: pibridge.DaemonRequestVersion, Args: args, Env: environ, Dir: sockDir, Stdin: stdin}
+	}
+	ask := func(env map[string]string, stdin string, args []string) pibridge.DaemonReply {
+		t.Helper()
+		r, ok := askDaemon(t, socket, request(env, stdin, args))
 		if !ok {
 			t.Fatalf("no answer to %q", args)
 		}
@@ -114,6 +119,34 @@ func TestPlanDaemonInProcess(t *testing.T) {
 	}
 	for range 5 {
 		check()
+	}
+	// Many Pis starting at once (a Main and its Subs): each call gets the
+	// answer of its own environment and directory, none another's.
+	wants := make([]pibridge.DaemonReply, len(cases))
+	for i, tc := range cases {
+		code, stdout, stderr := runApp(t, tc.env, tc.stdin, tc.args...)
+		wants[i] = pibridge.DaemonReply{Code: code, Stdout: stdout, Stderr: stderr}
+	}
+	var wg sync.WaitGroup
+	gots := make([]pibridge.DaemonReply, 4*len(cases))
+	errs := make([]error, len(gots))
+	for i := range gots {
+		wg.Go(func() {
+			tc := cases[i%len(cases)]
+			var ok bool
+			if gots[i], ok, errs[i] = tryAskDaemon(socket, request(tc.env, tc.stdin, tc.args)); errs[i] == nil && !ok {
+				errs[i] = errors.New("no answer")
+			}
+		})
+	}
+	wg.Wait()
+	for i, got := range gots {
+		name := cases[i%len(cases)].name
+		if errs[i] != nil {
+			t.Errorf("concurrent %s: %v", name, errs[i])
+		} else if want := wants[i%len(cases)]; got != want {
+			t.Errorf("concurrent %s: the daemon answered\n%+v\nthe CLI\n%+v", name, got, want)
+		}
 	}
 	gone := pibridge.DaemonRequest{V: pibridge.DaemonRequestVersion, Args: main, Dir: filepath.Join(t.TempDir(), "gone")}
 	if r, err := daemonApp.planRequest(gone); err == nil {
@@ -204,32 +237,43 @@ func TestPlanDaemonAnswersAsTheProcess(t *testing.T) {
 }
 
 // askDaemon sends one request to the daemon at socket, waiting for it to
-// listen first (StartDaemon returns before it does).
+// listen first (StartDaemon returns before it does); ok is false when the
+// daemon closed the connection without an answer.
 func askDaemon(t *testing.T, socket string, req pibridge.DaemonRequest) (pibridge.DaemonReply, bool) {
 	t.Helper()
+	r, ok, err := tryAskDaemon(socket, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, ok
+}
+
+// tryAskDaemon is askDaemon for any goroutine: it returns its failures.
+func tryAskDaemon(socket string, req pibridge.DaemonRequest) (r pibridge.DaemonReply, ok bool, err error) {
 	var c net.Conn
-	var err error
 	for i := 0; ; i++ {
 		if c, err = net.Dial("unix", socket); err == nil {
 			break
 		}
 		if i == 1000 {
-			t.Fatalf("no daemon listens at %s: %v", socket, err)
+			return r, false, fmt.Errorf("no daemon listens at %s: %w", socket, err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	defer c.Close()
-	b, _ := json.Marshal(req)
+	b, err := json.Marshal(req)
+	if err != nil {
+		return r, false, err
+	}
 	if _, err := c.Write(append(b, '\n')); err != nil {
-		return pibridge.DaemonReply{}, false
+		return r, false, nil
 	}
 	line, err := bufio.NewReader(c).ReadBytes('\n')
 	if err != nil {
-		return pibridge.DaemonReply{}, false
+		return r, false, nil
 	}
-	var r pibridge.DaemonReply
 	if err := json.Unmarshal(line, &r); err != nil {
-		t.Fatal(err)
+		return r, false, fmt.Errorf("answer %q: %w", line, err)
 	}
-	return r, true
+	return r, true, nil
 }
