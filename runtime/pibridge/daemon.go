@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -203,12 +204,11 @@ type daemon struct {
 	opts     DaemonOptions
 	listener *net.UnixListener
 	conns    sync.WaitGroup
-	mu       sync.Mutex // one request at a time; guards last and busy
-	last     time.Time  // when the last request ended
-	busy     int        // open connections
+	run      sync.Mutex // one request at a time
 	stop     func()
-	openMu   sync.Mutex
+	openMu   sync.Mutex             // guards open and last
 	open     map[*net.UnixConn]bool // the connections being served
+	last     time.Time              // when the last of them ended
 	// sock and exe are the socket and binary the daemon started with.
 	sock, exe fileIdentity
 }
@@ -227,9 +227,6 @@ func (d *daemon) accept() {
 		if err != nil {
 			return // closed by watch or ctx
 		}
-		d.mu.Lock()
-		d.busy++
-		d.mu.Unlock()
 		d.openMu.Lock()
 		d.open[c] = true
 		d.openMu.Unlock()
@@ -248,30 +245,25 @@ func (d *daemon) serve(c *net.UnixConn) {
 	defer func() {
 		d.openMu.Lock()
 		delete(d.open, c)
+		d.last = time.Now()
 		d.openMu.Unlock()
 		c.Close()
-	}()
-	defer func() {
-		d.mu.Lock()
-		d.busy--
-		d.last = time.Now()
-		d.mu.Unlock()
 	}()
 	c.SetDeadline(time.Now().Add(connDeadline))
 	req, err := ReadDaemonRequest(c)
 	if err != nil {
 		return // the extension spawns the plan instead
 	}
-	d.mu.Lock()
+	d.run.Lock()
 	if !d.current() {
 		// Checked per request, not only by watch: after an upgrade the old
 		// binary must not answer for the new one even once.
-		d.mu.Unlock()
+		d.run.Unlock()
 		d.stop()
 		return
 	}
 	reply, err := d.opts.Run(req)
-	d.mu.Unlock()
+	d.run.Unlock()
 	if err != nil {
 		return
 	}
@@ -293,9 +285,9 @@ func (d *daemon) watch(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		d.mu.Lock()
-		idle := d.busy == 0 && time.Since(d.last) >= d.opts.Idle
-		d.mu.Unlock()
+		d.openMu.Lock()
+		idle := len(d.open) == 0 && time.Since(d.last) >= d.opts.Idle
+		d.openMu.Unlock()
 		if idle || !d.current() {
 			d.stop()
 			return
@@ -386,10 +378,8 @@ func StartDaemon(exe, socket string) error {
 func daemonEnv(env []string) []string {
 	var out []string
 	for _, kv := range env {
-		for _, k := range []string{"GOGC=", "GOMEMLIMIT=", "GODEBUG=", "GOTRACEBACK="} {
-			if len(kv) >= len(k) && kv[:len(k)] == k {
-				out = append(out, kv)
-			}
+		if k, _, _ := strings.Cut(kv, "="); slices.Contains([]string{"GOGC", "GOMEMLIMIT", "GODEBUG", "GOTRACEBACK"}, k) {
+			out = append(out, kv)
 		}
 	}
 	return out
