@@ -124,17 +124,34 @@ func populate(session *os.File, name, dir string, m Manifest, manifest []byte) (
 	return c, nil
 }
 
-// ensurePrivateDir creates root and root/name with mode 0700 when missing and
-// refuses either if it is a symlink, foreign-owned or group/other accessible;
-// under the temp-dir fallback root sits in a shared directory.
-func ensurePrivateDir(root, name string) (*os.File, error) {
+// EnsureRoot creates root (RuntimeRoot) with mode 0700 when missing and
+// refuses it (ErrInsecure) if it is a symlink, someone else's or open to
+// group or others: the rule of every channel below it, and of the plan
+// daemon's socket beside them.
+func EnsureRoot(root string) error {
+	r, err := openRoot(root)
+	if err != nil {
+		return err
+	}
+	return r.Close()
+}
+
+// openRoot is EnsureRoot keeping the checked directory open.
+func openRoot(root string) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(root), 0o755); err != nil {
 		return nil, err
 	}
 	if err := os.Mkdir(root, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, err
 	}
-	r, err := openDirAt(nil, root)
+	return openDirAt(nil, root)
+}
+
+// ensurePrivateDir creates root and root/name with mode 0700 when missing and
+// refuses either if it is a symlink, foreign-owned or group/other accessible;
+// under the temp-dir fallback root sits in a shared directory.
+func ensurePrivateDir(root, name string) (*os.File, error) {
+	r, err := openRoot(root)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/facets-dev/facets/runtime/channel"
 )
 
 // The plan daemon answers the extension's startup call (`facets pi-extension
@@ -118,8 +120,9 @@ var ErrDaemonRunning = errors.New("a plan daemon already serves this socket")
 // file beside the socket keeps a second daemon from taking the socket
 // over; it returns ErrDaemonRunning then.
 func RunDaemon(ctx context.Context, o DaemonOptions) error {
-	dir := filepath.Dir(o.Socket)
-	if err := privateDir(dir); err != nil {
+	// Whoever reaches the socket gets plans with any environment: its
+	// directory is held to the channel root's rule.
+	if err := channel.EnsureRoot(filepath.Dir(o.Socket)); err != nil {
 		return fmt.Errorf("plan daemon: %w", err)
 	}
 	lock, err := os.OpenFile(o.Socket+".lock", os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
@@ -316,29 +319,6 @@ func identify(path string, follow bool) (fileIdentity, error) {
 		id.dev, id.ino = uint64(st.Dev), uint64(st.Ino)
 	}
 	return id, nil
-}
-
-// privateDir creates dir (mode 0700) when missing and refuses one that is a
-// symbolic link, someone else's, or open to group or others: whoever can
-// reach the socket can ask for plans with any environment.
-func privateDir(dir string) error {
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return err
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	switch {
-	case !fi.IsDir():
-		return fmt.Errorf("%s is not a directory", dir)
-	case !ok || int(st.Uid) != os.Geteuid():
-		return fmt.Errorf("%s is not owned by uid %d", dir, os.Geteuid())
-	case fi.Mode().Perm()&0o077 != 0:
-		return fmt.Errorf("%s has mode %04o; only its owner may use it (chmod 700)", dir, fi.Mode().Perm())
-	}
-	return nil
 }
 
 // DaemonArgs is the command line (after the binary) that runs a daemon.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/pibridge"
 )
 
@@ -275,10 +276,11 @@ func TestDaemonRefusesAnOpenDirectory(t *testing.T) {
 	if err := os.Symlink(private, link); err != nil {
 		t.Fatal(err)
 	}
-	for dir, want := range map[string]string{open: "chmod 700", link: "not a directory"} {
+	// The channel root's rule (channel.EnsureRoot), with its messages.
+	for dir, want := range map[string]string{open: "grants group/other access", link: "symlink or non-directory"} {
 		err := pibridge.RunDaemon(context.Background(), pibridge.DaemonOptions{Socket: filepath.Join(dir, "plan.sock"), Executable: "/bin/sh", Idle: time.Hour, Poll: time.Second, Run: echo})
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("RunDaemon in %s = %v, want an error with %q", dir, err, want)
+		if !errors.Is(err, channel.ErrInsecure) || !strings.Contains(err.Error(), dir+": ") || !strings.Contains(err.Error(), want) {
+			t.Errorf("RunDaemon in %s = %v, want ErrInsecure naming it: %q", dir, err, want)
 		}
 	}
 }
