@@ -3,10 +3,10 @@
 // and docs/environment.md cannot drift apart. Each constant says who sets the
 // variable and who reads it.
 //
-// The Pi extension (runtime/pibridge/extension/index.ts) reads two of them
-// before it has asked facets for anything, so it spells them itself:
-// FacetsBin, Role, PlanDaemon and PlanSocket. Standard variables the os and os/exec packages read
-// on their own (PATH) are not listed.
+// The Pi extension (runtime/pibridge/extension/index.ts) reads or sets four
+// of them before it has asked facets for anything, so it spells them
+// itself: FacetsBin, Role, PlanDaemon and PlanSocket. Standard variables
+// the os and os/exec packages read on their own (PATH) are not listed.
 package envvar
 
 // PiPrefix starts the name of every variable of the Main↔Sub contract

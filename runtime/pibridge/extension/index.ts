@@ -110,8 +110,9 @@ function processDir(): string | undefined {
 // Daemon is a connection to the plan daemon, opened when Pi loads the
 // extension; ask sends the plan call and settles with the daemon's answer,
 // or with undefined if it has none (gone, refused, replaced), and then the
-// extension spawns the plan itself.
-type Daemon = { ask: (args: string[], stdin: string, cwd: string) => Promise<Result | undefined>; hold: (held: boolean) => void };
+// extension spawns the plan itself; close drops a connection never asked.
+// Until asked, the connection does not keep Pi alive.
+type Daemon = { ask: (args: string[], stdin: string, cwd: string) => Promise<Result | undefined>; close: () => void };
 // DAEMON_WAIT bounds one answer; a daemon that takes longer is treated as gone.
 const DAEMON_WAIT = 10_000;
 function connectDaemon(): Promise<Daemon | undefined> {
@@ -164,7 +165,7 @@ function connectDaemon(): Promise<Daemon | undefined> {
             const env = Object.entries(process.env).flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${v}`]));
             sock.write(JSON.stringify({ v: 1, args, env, dir: cwd, stdin }) + "\n");
           }),
-        hold: (held) => (held ? sock.ref() : sock.unref()),
+        close: () => done(undefined),
       });
     });
   });
@@ -681,7 +682,7 @@ export default function (pi: ExtensionAPI) {
   pi.on("session_shutdown", async (event) => {
     const early = earlyPlan;
     earlyPlan = undefined;
-    void early?.then((e) => (e.proc?.finish(), e.daemon?.hold(false)));
+    void early?.then((e) => (e.proc?.finish(), e.daemon?.close()));
     if (isSub && event.reason === "quit") request({ op: "quit" });
     const child = serve;
     serve = undefined;
