@@ -410,6 +410,9 @@ func newPiEnv(t *testing.T, mock *mockModel) *piEnv {
 	inst := ensurePi(t)
 	facets := buildFacets(t)
 	root := t.TempDir()
+	// Registered after root, so it runs before root is removed and after
+	// every Pi of the test has stopped (their cleanups run first).
+	t.Cleanup(func() { stopPlanDaemons(t, filepath.Join(root, "run")) })
 	e := &piEnv{t: t, inst: inst, facets: facets,
 		agentDir: filepath.Join(root, "agent"), home: filepath.Join(root, "home"),
 		runtime: filepath.Join(root, "run"), work: filepath.Join(root, "work")}
@@ -816,6 +819,60 @@ func groupMembers(pgid int) string {
 		out = append(out, fmt.Sprintf("[%s %s: %s]", filepath.Base(filepath.Dir(f)), fields[0], strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " ")))
 	}
 	return strings.Join(out, " ")
+}
+
+// stopPlanDaemons kills the plan daemons listening under dir and waits
+// until they are gone. A plan starts its daemon detached as it exits, so
+// one may outlive the Pi that started it by its idle time, and one still
+// starting recreates its socket directory while the test's temporary
+// directory is being removed. By the time the Pi has exited, the daemon
+// process exists (os.StartProcess returns after exec), so /proc shows it.
+func stopPlanDaemons(t *testing.T, dir string) {
+	t.Helper()
+	prefix := dir + string(filepath.Separator)
+	daemons := func() []int {
+		var pids []int
+		cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, f := range cmdlines {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+			if i := slices.Index(args, "--socket"); i >= 2 && i+1 < len(args) &&
+				args[i-2] == "pi-extension" && args[i-1] == "daemon" && strings.HasPrefix(args[i+1], prefix) {
+				if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil && !zombie(pid) {
+					pids = append(pids, pid)
+				}
+			}
+		}
+		return pids
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		pids := daemons()
+		if len(pids) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("plan daemons %v under %s do not stop", pids, dir)
+			return
+		}
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// zombie reports whether process pid has exited and waits to be reaped:
+// the daemon's parent (the plan) is gone, so init reaps it, not the test.
+func zombie(pid int) bool {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(data, ')')
+	fields := strings.Fields(string(data[i+1:]))
+	return i < 0 || len(fields) == 0 || fields[0] == "Z"
 }
 
 // workerMessage creates a run channel of the Main session mainSession in
