@@ -827,6 +827,7 @@ func groupMembers(pgid int) string {
 // starting recreates its socket directory while the test's temporary
 // directory is being removed. By the time the Pi has exited, the daemon
 // process exists (os.StartProcess returns after exec), so /proc shows it.
+// Without /proc (macOS) it finds none, and the race is left as it was.
 func stopPlanDaemons(t *testing.T, dir string) {
 	t.Helper()
 	prefix := dir + string(filepath.Separator)
@@ -863,7 +864,8 @@ func stopPlanDaemons(t *testing.T, dir string) {
 	}
 }
 
-// zombie reports whether process pid has exited and waits to be reaped:
+// zombie reports whether process pid is gone or has exited and waits to be
+// reaped:
 // the daemon's parent (the plan) is gone, so init reaps it, not the test.
 func zombie(pid int) bool {
 	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
