@@ -357,11 +357,7 @@ func (s *server) scanMoved(c *channel.Channel, names []string) {
 	} else if _, closed, err := c.Closed(); err == nil && closed {
 		s.w.Closing(c)
 	}
-	if names == nil {
-		s.rx.Scan(c)
-		return
-	}
-	s.rx.ScanMoved(c, names)
+	s.rx.ScanMoved(c, names) // with no names, a full Scan
 }
 
 // closeSub asks the Sub's Pi, once, to end its session.
