@@ -805,18 +805,11 @@ func groupMembers(pgid int) string {
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	var out []string
 	for _, f := range stats {
-		data, err := os.ReadFile(f)
-		if err != nil {
+		fields := procStat(f)
+		if len(fields) < 3 || fields[2] != strconv.Itoa(pgid) {
 			continue
 		}
-		// pid (comm) state ppid pgrp ...; comm may hold spaces.
-		i := bytes.LastIndexByte(data, ')')
-		fields := strings.Fields(string(data[i+1:]))
-		if i < 0 || len(fields) < 3 || fields[2] != strconv.Itoa(pgid) {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(f), "cmdline"))
-		out = append(out, fmt.Sprintf("[%s %s: %s]", filepath.Base(filepath.Dir(f)), fields[0], strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " ")))
+		out = append(out, fmt.Sprintf("[%s %s: %s]", filepath.Base(filepath.Dir(f)), fields[0], strings.Join(procArgs(filepath.Dir(f)), " ")))
 	}
 	return strings.Join(out, " ")
 }
@@ -833,16 +826,12 @@ func stopPlanDaemons(t *testing.T, dir string) {
 	prefix := dir + string(filepath.Separator)
 	daemons := func() []int {
 		var pids []int
-		cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-		for _, f := range cmdlines {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				continue
-			}
-			args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+		procs, _ := filepath.Glob("/proc/[0-9]*")
+		for _, p := range procs {
+			args := procArgs(p)
 			if i := slices.Index(args, "--socket"); i >= 2 && i+1 < len(args) &&
 				args[i-2] == "pi-extension" && args[i-1] == "daemon" && strings.HasPrefix(args[i+1], prefix) {
-				if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil && !zombie(pid) {
+				if pid, err := strconv.Atoi(filepath.Base(p)); err == nil && !zombie(pid) {
 					pids = append(pids, pid)
 				}
 			}
@@ -868,13 +857,33 @@ func stopPlanDaemons(t *testing.T, dir string) {
 // reaped:
 // the daemon's parent (the plan) is gone, so init reaps it, not the test.
 func zombie(pid int) bool {
-	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return true
+	fields := procStat(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	return len(fields) == 0 || fields[0] == "Z"
+}
+
+// procArgs returns the command line of the process whose /proc directory
+// is dir, or nil if it cannot be read.
+func procArgs(dir string) []string {
+	data, err := os.ReadFile(filepath.Join(dir, "cmdline"))
+	if err != nil || len(data) == 0 {
+		return nil
 	}
+	return strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+}
+
+// procStat returns the fields of the /proc/<pid>/stat file f after the
+// command name (state, ppid, pgrp, ...), or nil if it cannot be read.
+func procStat(f string) []string {
+	data, err := os.ReadFile(f)
+	if err != nil {
+		return nil
+	}
+	// pid (comm) state ...; comm may hold spaces and parentheses.
 	i := bytes.LastIndexByte(data, ')')
-	fields := strings.Fields(string(data[i+1:]))
-	return i < 0 || len(fields) == 0 || fields[0] == "Z"
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(data[i+1:]))
 }
 
 // workerMessage creates a run channel of the Main session mainSession in
