@@ -294,3 +294,29 @@ func tryAskDaemon(socket string, req pibridge.DaemonRequest) (r pibridge.DaemonR
 	}
 	return r, true, nil
 }
+
+// BenchmarkPlanRequest is what the plan daemon does for one Pi start: a
+// Main's plan with --profile on a one-profile tree, run in process as
+// planRequest runs it (docs/performance.md cites it).
+func BenchmarkPlanRequest(b *testing.B) {
+	agent := b.TempDir()
+	cfg := filepath.Join(agent, "facets", "profiles", "worker", "config.json")
+	if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(`{"version":1,"name":"worker","description":"Works","tools":["read","grep"]}`), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	stdin, _ := json.Marshal(map[string]any{"cwd": agent, "profile": "worker", "mainSession": "s"})
+	req := pibridge.DaemonRequest{V: pibridge.DaemonRequestVersion, Dir: agent, Stdin: string(stdin),
+		Args: []string{"pi-extension", "plan", "--role", "main", "--protocol", strconv.Itoa(pibridge.Protocol)},
+		Env:  []string{envvar.AgentDir + "=" + agent, envvar.Home + "=" + filepath.Join(agent, "home")}}
+	a := &app{getenv: func(string) string { return "" }}
+	b.ReportAllocs()
+	for b.Loop() {
+		reply, err := a.planRequest(req)
+		if err != nil || reply.Code != 0 {
+			b.Fatalf("plan: %v, exit %d: %s", err, reply.Code, reply.Stderr)
+		}
+	}
+}

@@ -73,6 +73,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // run runs the CLI with args and returns its exit code.
 func (a *app) run(args []string) int {
 	root := newRootCmd(a)
+	if isCompletionRequest(args) {
+		registerCompletions(root)
+	}
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {
