@@ -24,6 +24,9 @@ type Options struct {
 	Env profiles.Env
 	// TrustFlag overrides Pi's trust decision when non-nil (--trust/--no-trust).
 	TrustFlag *bool
+	// PiTrust is Pi's own answer for the working directory, when Pi asks
+	// (the startup plan); profiles.DecideTrust says when it counts.
+	PiTrust *bool
 	// Names, when set, restricts the manifest to these profiles and reports
 	// only their diagnostics (an exact-name compile).
 	Names []string
@@ -133,7 +136,7 @@ func Compile(schema *cue.Schema, opts Options) (*manifest.Manifest, []Diagnostic
 	env := opts.Env
 	c := &compilation{validator: validator{schema: schema}, workers: opts.Workers, env: env, sources: map[string]string{},
 		noDigests: opts.NoDigests, diagnosticsOnly: opts.DiagnosticsOnly, realPaths: &profiles.RealPaths{}}
-	trust, err := profiles.DecideTrust(env, opts.TrustFlag)
+	trust, err := profiles.DecideTrust(env, opts.TrustFlag, opts.PiTrust)
 	if err != nil {
 		// Without a readable decision the project stays untrusted, the safe
 		// reading, and the manifest says the default applied.

@@ -202,6 +202,8 @@ func newExplanation(schema *cue.Schema, opts Options, kind, name string) (*Expla
 	switch m.Trust.Reason {
 	case "flag":
 		x.TrustReason = "decided by --trust/--no-trust"
+	case "pi":
+		x.TrustReason = "Pi's own decision for this project (it holds .pi settings or resources Pi asks trust for)"
 	case "trust.json":
 		x.TrustReason = "the nearest entry in trust.json, for " + m.Trust.Path
 	case "settings":

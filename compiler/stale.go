@@ -10,8 +10,8 @@ import (
 
 // StartupSnapshot reads the frozen manifest a Main starts from (pi
 // --profile with FACETS_MANIFEST) and checks it against its sources with
-// OpenSnapshot, under the snapshot's own trust decision (opts.TrustFlag is
-// ignored). warning is the one line the Main shows when the snapshot is
+// OpenSnapshot, under the snapshot's own trust decision (opts.TrustFlag and
+// opts.PiTrust are ignored). warning is the one line the Main shows when the snapshot is
 // stale, or "" when it is current; the run still uses the snapshot: that
 // is what frozen means. An unreadable or invalid manifest is an error.
 func StartupSnapshot(path string, opts Options) (m *manifest.Manifest, warning string, err error) {
@@ -23,7 +23,7 @@ func StartupSnapshot(path string, opts Options) (m *manifest.Manifest, warning s
 	if err != nil {
 		return nil, "", fmt.Errorf("read manifest: %w", err)
 	}
-	opts.TrustFlag = nil
+	opts.TrustFlag, opts.PiTrust = nil, nil
 	m, ds, err := OpenSnapshot(schema, path, data, opts)
 	if err != nil {
 		return nil, "", err

@@ -47,8 +47,9 @@ func ListProfiles(env Env, trusted bool) []ProfileList {
 }
 
 // UntrustedProjectDirs lists the <dir>/.pi/facets directories between the
-// root and the working directory that exist but were not loaded because the
-// project is untrusted, so check can say what it skipped.
+// root and the working directory, and the working directory's .pi/agents,
+// that exist but were not loaded because the project is untrusted, so check
+// and Pi can say what they skipped.
 func UntrustedProjectDirs(env Env) []string {
 	var out []string
 	global := filepath.Join(env.AgentDir, "facets")
@@ -59,6 +60,12 @@ func UntrustedProjectDirs(env Env) []string {
 		}
 		if fi, err := os.Stat(fd); err == nil && fi.IsDir() {
 			out = append(out, fd)
+		}
+	}
+	// Roles come from the working directory's .pi/agents only.
+	if ad := filepath.Join(env.Cwd, ".pi", "agents"); filepath.Clean(ad) != filepath.Clean(filepath.Join(env.AgentDir, "agents")) {
+		if fi, err := os.Stat(ad); err == nil && fi.IsDir() {
+			out = append(out, ad)
 		}
 	}
 	return out

@@ -64,7 +64,9 @@ func TestDecideTrust(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		flag     *bool
-		trust    string // trust.json; ROOT is replaced by the temp dir
+		pi       *bool    // Pi's answer, ctx.isProjectTrusted()
+		files    []string // made under ROOT (a trailing / makes a folder)
+		trust    string   // trust.json; ROOT is replaced by the temp dir
 		settings string
 		want     Trust
 		wantErr  string
@@ -80,6 +82,19 @@ func TestDecideTrust(t *testing.T) {
 		{name: "settings never", settings: `{"defaultProjectTrust":"never"}`, want: Trust{Reason: "settings", Path: "ROOT/agent/settings.json"}},
 		{name: "settings ask is untrusted", settings: `{"defaultProjectTrust":"ask"}`, want: Trust{Reason: "default"}},
 		{name: "trust.json beats settings", trust: `{"ROOT/p": false}`, settings: `{"defaultProjectTrust":"always"}`, want: Trust{Reason: "trust.json", Path: "ROOT/p"}},
+		// Pi answers "yes" for a project it has nothing to ask about: that
+		// is no decision, so facets' own rules apply.
+		{name: "pi default yes without pi resources", pi: &yes, files: []string{"p/q/.pi/facets/MAIN.md"}, want: Trust{Reason: "default"}},
+		{name: "pi yes for .pi/agents only is no decision", pi: &yes, files: []string{"p/q/.pi/agents/x.md"}, want: Trust{Reason: "default"}},
+		{name: "pi default yes, trust.json yes", pi: &yes, trust: `{"ROOT/p": true}`, want: Trust{Trusted: true, Reason: "trust.json", Path: "ROOT/p"}},
+		{name: "pi default yes, settings always", pi: &yes, settings: `{"defaultProjectTrust":"always"}`, want: Trust{Trusted: true, Reason: "settings", Path: "ROOT/agent/settings.json"}},
+		{name: "pi no is always honoured", pi: &no, trust: `{"ROOT/p": true}`, want: Trust{Reason: "pi"}},
+		{name: "pi yes with .pi/settings.json is pi's decision", pi: &yes, files: []string{"p/q/.pi/settings.json"}, want: Trust{Trusted: true, Reason: "pi"}},
+		{name: "pi yes with .pi/skills/", pi: &yes, files: []string{"p/q/.pi/skills/"}, want: Trust{Trusted: true, Reason: "pi"}},
+		{name: "pi yes with ancestor .agents/skills", pi: &yes, files: []string{"p/.agents/skills/"}, want: Trust{Trusted: true, Reason: "pi"}},
+		{name: "ancestor .pi/settings.json is not pi's", pi: &yes, files: []string{"p/.pi/settings.json"}, want: Trust{Reason: "default"}},
+		{name: "home .agents/skills is not pi's", pi: &yes, files: []string{"home/.agents/skills/"}, want: Trust{Reason: "default"}},
+		{name: "flag beats pi", flag: &no, pi: &yes, files: []string{"p/q/.pi/settings.json"}, want: Trust{Reason: "flag"}},
 		{name: "malformed trust.json", trust: `{"ROOT/p": tru`, wantErr: "trust.json"},
 		{name: "malformed settings", settings: `[`, wantErr: "settings.json"},
 		// Empty once the byte order mark is skipped: refused, not a panic.
@@ -104,7 +119,28 @@ func TestDecideTrust(t *testing.T) {
 			if tc.settings != "" {
 				os.WriteFile(filepath.Join(agent, "settings.json"), []byte(tc.settings), 0o644)
 			}
-			got, err := DecideTrust(Env{AgentDir: agent, Cwd: cwd}, tc.flag)
+			for _, f := range tc.files {
+				path := filepath.Join(root, f)
+				dir := path
+				if !strings.HasSuffix(f, "/") {
+					dir = filepath.Dir(path)
+				}
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if dir != path {
+					os.WriteFile(path, []byte("{}"), 0o644)
+				}
+			}
+			// home is outside p, so ~/.agents/skills is checked on its own
+			// (the case "home .agents/skills" puts home on cwd's path).
+			home := filepath.Join(root, "home")
+			if strings.HasPrefix(tc.name, "home ") {
+				home = filepath.Join(root, "p", "q", "home")
+				os.MkdirAll(filepath.Join(home, ".agents", "skills"), 0o755)
+				cwd = home
+			}
+			got, err := DecideTrust(Env{AgentDir: agent, Cwd: cwd, Home: home}, tc.flag, tc.pi)
 			if expectErr(t, err, tc.wantErr) {
 				return
 			}
@@ -127,7 +163,7 @@ func TestTrustFollowsSymlinkedCwd(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(root, "agent", "trust.json"), []byte(`{"`+real+`": true}`), 0o644)
-	got, err := DecideTrust(Env{AgentDir: filepath.Join(root, "agent"), Cwd: link}, nil)
+	got, err := DecideTrust(Env{AgentDir: filepath.Join(root, "agent"), Cwd: link}, nil, nil)
 	if err != nil || !got.Trusted {
 		t.Fatalf("trust through symlinked cwd = %+v, %v; want trusted (Pi keys trust.json by canonical path)", got, err)
 	}

@@ -23,11 +23,11 @@ func TestHostileFiles(t *testing.T) {
 		read func(root string) string
 	}{
 		{"trust.json", "agent/trust.json", MaxSettingsBytes, func(root string) string {
-			_, err := DecideTrust(Env{AgentDir: filepath.Join(root, "agent"), Cwd: root}, nil)
+			_, err := DecideTrust(Env{AgentDir: filepath.Join(root, "agent"), Cwd: root}, nil, nil)
 			return fmt.Sprint(err)
 		}},
 		{"settings.json", "agent/settings.json", MaxSettingsBytes, func(root string) string {
-			_, err := DecideTrust(Env{AgentDir: filepath.Join(root, "agent"), Cwd: root}, nil)
+			_, err := DecideTrust(Env{AgentDir: filepath.Join(root, "agent"), Cwd: root}, nil, nil)
 			return fmt.Sprint(err)
 		}},
 		{"package.json", "pack/package.json", maxPackageJSONBytes, func(root string) string {

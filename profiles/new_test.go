@@ -194,7 +194,7 @@ func TestSettingsColumnsMatchProfileDiagnostics(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "trust.json"), []byte(doc), 0o600)
-		_, err := profiles.DecideTrust(profiles.Env{AgentDir: dir, Cwd: "/nowhere"}, nil)
+		_, err := profiles.DecideTrust(profiles.Env{AgentDir: dir, Cwd: "/nowhere"}, nil, nil)
 		var se *profiles.SettingsError
 		if !errors.As(err, &se) {
 			t.Fatalf("%q: err = %v", doc, err)

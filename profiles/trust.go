@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"unicode"
@@ -17,18 +18,29 @@ import (
 // skills, roles and MAIN.md files, and where it came from.
 type Trust struct {
 	Trusted bool
-	Reason  string // "flag", "trust.json", "settings" or "default"
+	Reason  string // "flag", "pi", "trust.json", "settings" or "default"
 	Path    string // the trust.json entry or settings file that decided, if any
 }
 
-// DecideTrust decides project trust the way Pi does in a non-interactive
-// run: an explicit flag wins; otherwise the nearest entry for cwd or an
-// ancestor in <agentDir>/trust.json; otherwise the defaultProjectTrust
-// setting in <agentDir>/settings.json, where "ask" counts as untrusted
-// because nobody can answer the prompt.
-func DecideTrust(env Env, flag *bool) (Trust, error) {
+// DecideTrust is the one trust decision of facets: check, compile,
+// explain, the editor, the Pi startup plan and a Sub's --approve all come
+// from it. A project counts as trusted only on an explicit decision:
+//
+//  1. flag, when non-nil (--trust/--no-trust, or Pi's --approve/--no-approve);
+//  2. pi, Pi's own answer (ctx.isProjectTrusted()), when non-nil and either
+//     "no" or given for a project that holds resources Pi itself asks trust
+//     for (PiAsksTrust): then it is Pi's real decision (its prompt, a
+//     project_trust handler, trust.json or defaultProjectTrust). For any
+//     other project Pi answers "yes" by default, which is no decision;
+//  3. the nearest entry for cwd or an ancestor in <agentDir>/trust.json;
+//  4. defaultProjectTrust in <agentDir>/settings.json ("always"/"never");
+//     "ask", the default, counts as untrusted because nobody was asked.
+func DecideTrust(env Env, flag, pi *bool) (Trust, error) {
 	if flag != nil {
 		return Trust{Trusted: *flag, Reason: "flag"}, nil
+	}
+	if pi != nil && (!*pi || PiAsksTrust(env)) {
+		return Trust{Trusted: *pi, Reason: "pi"}, nil
 	}
 	trustFile := filepath.Join(env.AgentDir, "trust.json")
 	entries := map[string]*bool{}
@@ -55,6 +67,39 @@ func DecideTrust(env Env, flag *bool) (Trust, error) {
 		return Trust{Trusted: false, Reason: "settings", Path: settingsFile}, nil
 	}
 	return Trust{Trusted: false, Reason: "default"}, nil
+}
+
+// piTrustResources are the entries of a project's .pi folder that make Pi
+// ask for a trust decision (Pi's TRUST_REQUIRING_PROJECT_CONFIG_RESOURCES).
+// .pi/facets and .pi/agents are not among them.
+var piTrustResources = [...]string{"settings.json", "mcp.json", "extensions", "skills", "prompts", "themes", "SYSTEM.md", "APPEND_SYSTEM.md"}
+
+// PiAsksTrust reports whether Pi decides trust for env.Cwd at all, as Pi's
+// hasTrustRequiringProjectResources does: one of piTrustResources in
+// <cwd>/.pi, or a .agents/skills folder in cwd or an ancestor other than
+// ~/.agents/skills. For any other project Pi calls itself trusted without
+// a decision.
+func PiAsksTrust(env Env) bool {
+	cwd := canonical(env.Cwd)
+	for _, name := range piTrustResources {
+		if _, err := os.Stat(filepath.Join(cwd, ".pi", name)); err == nil {
+			return true
+		}
+	}
+	var userSkills string
+	if env.Home != "" {
+		userSkills = filepath.Join(canonical(env.Home), ".agents", "skills")
+	}
+	for _, dir := range Ancestors(cwd) {
+		skills := filepath.Join(dir, ".agents", "skills")
+		if skills == userSkills {
+			continue
+		}
+		if _, err := os.Stat(skills); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // SettingsError is a Pi settings file (trust.json, settings.json) that

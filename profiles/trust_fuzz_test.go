@@ -37,7 +37,7 @@ func FuzzDecideTrust(f *testing.F) {
 		trustFile, settingsFile := filepath.Join(dir, "trust.json"), filepath.Join(dir, "settings.json")
 		safefiletest.Put(t, trustFile, trust)
 		safefiletest.Put(t, settingsFile, settings)
-		got, err := DecideTrust(Env{AgentDir: dir, Cwd: cwd}, nil)
+		got, err := DecideTrust(Env{AgentDir: dir, Cwd: cwd}, nil, nil)
 		if err != nil {
 			var se *SettingsError
 			if !errors.As(err, &se) {

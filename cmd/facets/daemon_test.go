@@ -91,10 +91,10 @@ func TestPlanDaemonInProcess(t *testing.T) {
 		stdin string
 		args  []string
 	}{
-		{"plain main", envOf(agent), req(map[string]any{"cwd": proj, "trust": false, "mainSession": "s1"}), main},
-		{"profile", envOf(agent), req(map[string]any{"cwd": proj, "trust": false, "profile": "worker"}), main},
-		{"unknown profile", envOf(agent), req(map[string]any{"cwd": proj, "trust": false, "profile": "nosuch"}), main},
-		{"trusted project", envOf(agent), req(map[string]any{"cwd": proj, "trust": true, "profile": "local"}), main},
+		{"plain main", envOf(agent), req(map[string]any{"cwd": proj, "approve": false, "mainSession": "s1"}), main},
+		{"profile", envOf(agent), req(map[string]any{"cwd": proj, "approve": false, "profile": "worker"}), main},
+		{"unknown profile", envOf(agent), req(map[string]any{"cwd": proj, "approve": false, "profile": "nosuch"}), main},
+		{"trusted project", envOf(agent), req(map[string]any{"cwd": proj, "approve": true, "profile": "local"}), main},
 		{"another agent dir", envOf(other), req(map[string]any{"cwd": proj, "profile": "elsewhere"}), main},
 		{"another protocol", envOf(agent), "", []string{"pi-extension", "plan", "--role", "main", "--protocol", "2"}},
 		{"broken request", envOf(agent), `{"cwd":`, main},
@@ -219,7 +219,7 @@ func TestPlanDaemonAnswersAsTheProcess(t *testing.T) {
 	}{
 		{"a Main with runs under TMPDIR", req(map[string]any{"cwd": proj, "mainSession": "s-runs"}), env, main},
 		{"a Main without", req(map[string]any{"cwd": proj, "mainSession": "s-new"}), env, main},
-		{"a profile of a trusted project", req(map[string]any{"cwd": proj, "trust": true, "profile": "local"}), env, main},
+		{"a profile of a trusted project", req(map[string]any{"cwd": proj, "approve": true, "profile": "local"}), env, main},
 		{"an unknown profile", req(map[string]any{"cwd": proj, "profile": "nosuch"}), env, main},
 		{"no agent dir, no home", req(map[string]any{"cwd": proj}), []string{}, main},
 		{"a relative agent dir", req(map[string]any{"cwd": proj, "profile": "worker"}), []string{envvar.AgentDir + "=agent", "TMPDIR=" + tmp}, main},

@@ -202,9 +202,10 @@ func (a *app) readPlanRequest(src *sourceFlags, profile, mainSession *string) er
 	if req.Cwd != "" {
 		src.cwd = req.Cwd
 	}
-	if req.Trust != nil {
-		src.trust, src.noTrust = *req.Trust, !*req.Trust
+	if req.Approve != nil {
+		src.trust, src.noTrust = *req.Approve, !*req.Approve
 	}
+	src.piTrust = req.PiTrusted
 	src.rolePacks = append(src.rolePacks, req.RolePacks...)
 	if req.Profile != "" {
 		*profile = req.Profile

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -121,8 +122,8 @@ func TestPiExtensionPlan(t *testing.T) {
 }
 
 // TestPiExtensionPlanRequest: the request the extension writes on the
-// plan's stdin at session_start (protocol 3) overrides the flags: its cwd,
-// trust, profile and session decide the plan; a malformed one is the
+// plan's stdin at session_start overrides the flags: its cwd,
+// Pi's --approve, profile and session decide the plan; a malformed one is the
 // plan's error, and an extension of another protocol is not read at all.
 func TestPiExtensionPlanRequest(t *testing.T) {
 	t.Parallel()
@@ -144,9 +145,20 @@ func TestPiExtensionPlanRequest(t *testing.T) {
 		}
 		return pl
 	}
-	req, _ := json.Marshal(map[string]any{"cwd": proj, "trust": true, "profile": "local", "mainSession": "s1"})
-	if pl := plan(string(req)); pl.Error != "" || pl.Profile == nil || pl.Profile.Name != "local" || pl.Serve {
+	req, _ := json.Marshal(map[string]any{"cwd": proj, "approve": true, "profile": "local", "mainSession": "s1"})
+	if pl := plan(string(req)); pl.Error != "" || pl.Profile == nil || pl.Profile.Name != "local" || pl.Serve || !pl.Trusted {
 		t.Errorf("plan from the request = %+v, want profile local from the trusted project and no serve", pl)
+	}
+	// Pi's own "yes" for a project that holds nothing Pi asks trust for is
+	// its default, not a decision: the project stays untrusted.
+	req, _ = json.Marshal(map[string]any{"cwd": proj, "piTrusted": true, "profile": "local"})
+	code, out, errs := runApp(t, env, string(req), "pi-extension", "plan", "--role", "main", "--protocol", strconv.Itoa(pibridge.Protocol))
+	var pl pibridge.Plan
+	if code != 0 || json.Unmarshal([]byte(out), &pl) != nil || !strings.Contains(pl.Error, "Unknown Facets profile 'local'") || pl.Trusted ||
+		!slices.ContainsFunc(pl.Warnings, func(w string) bool {
+			return strings.HasPrefix(w, "Facets did not load "+filepath.Join(proj, ".pi", "facets")+" ")
+		}) {
+		t.Errorf("plan with Pi's default trust = %d %+v %s, want local unknown, untrusted, and a line naming the skipped folder", code, pl, errs)
 	}
 	if pl := plan("", "-C", proj, "--profile", "local"); !strings.Contains(pl.Error, "local") || pl.Profile != nil {
 		t.Errorf("plan from flags alone (untrusted) = %+v, want local unknown", pl)
@@ -157,7 +169,7 @@ func TestPiExtensionPlanRequest(t *testing.T) {
 	if pl := plan(`{"profle":"x"}`); !strings.Contains(pl.Error, "profle") {
 		t.Errorf("unknown request field: plan error %q", pl.Error)
 	}
-	code, out, _ := runApp(t, env, `{"cwd":`, "pi-extension", "plan", "--role", "main", "--protocol", "2")
+	code, out, _ = runApp(t, env, `{"cwd":`, "pi-extension", "plan", "--role", "main", "--protocol", "2")
 	if code != 0 || !strings.Contains(out, `"mismatch":"The facets Pi extension (protocol 2`) {
 		t.Errorf("protocol 2 extension = %d %s, want the mismatch plan", code, out)
 	}

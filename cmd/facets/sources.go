@@ -16,10 +16,12 @@ import (
 // sourceFlags are the flags that say where profiles, roles and MAIN.md
 // come from; check, compile and profiles share them.
 type sourceFlags struct {
-	cwd          string
-	agentDir     string
-	trust        bool
-	noTrust      bool
+	cwd      string
+	agentDir string
+	trust    bool
+	noTrust  bool
+	// piTrust is Pi's own answer, from the Pi startup plan's request.
+	piTrust      *bool
 	rolePacks    []string
 	bundledRoles string
 	getenv       func(string) string
@@ -77,7 +79,7 @@ func (f *sourceFlags) options() (compiler.Options, error) {
 	if err := requireDir("--agent-dir", f.agentDir); err != nil {
 		return compiler.Options{}, err
 	}
-	opts := compiler.Options{Env: env, BundledRoles: f.bundledRoles}
+	opts := compiler.Options{Env: env, BundledRoles: f.bundledRoles, PiTrust: f.piTrust}
 	if opts.BundledRoles == "" {
 		opts.BundledRoles = f.getenv(envvar.BundledRoles)
 	}

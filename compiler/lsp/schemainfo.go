@@ -157,7 +157,7 @@ func (s *Server) skillNames() []string {
 	s.mu.Lock()
 	opts := s.opts
 	s.mu.Unlock()
-	trust, err := profiles.DecideTrust(opts.Env, opts.TrustFlag)
+	trust, err := profiles.DecideTrust(opts.Env, opts.TrustFlag, opts.PiTrust)
 	return profiles.SkillNames(opts.Env, err == nil && trust.Trusted)
 }
 

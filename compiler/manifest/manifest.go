@@ -38,7 +38,7 @@ type Manifest struct {
 // Trust records whether project scopes were loaded and why.
 type Trust struct {
 	Trusted bool   `json:"trusted"`
-	Reason  string `json:"reason"` // flag, trust.json, settings, default
+	Reason  string `json:"reason"` // flag, pi, trust.json, settings, default
 	Path    string `json:"path,omitempty"`
 }
 

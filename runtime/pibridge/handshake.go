@@ -11,9 +11,12 @@ import (
 // misread the other. Protocol 1 is every extension from before the
 // handshake, which passed no --protocol; protocol 2 passed the whole plan
 // request as flags; protocol 3 starts the plan when Pi loads the extension
-// and sends the rest of the request on its stdin (PlanRequest). index.ts
+// and sends the rest of the request on its stdin (PlanRequest); protocol 4
+// sends Pi's trust answer and --approve flag instead of a decision, and the
+// plan answers with the decision (Plan.Trusted): a protocol-3 extension
+// passed Pi's default "yes" as a decision. index.ts
 // spells the same number as its PROTOCOL constant (a test keeps them equal).
-const Protocol = 3
+const Protocol = 4
 
 // protocolBeforeHandshake is what an extension that passes no --protocol speaks.
 const protocolBeforeHandshake = 1

@@ -402,7 +402,17 @@ type piEnv struct {
 	home     string
 	runtime  string
 	work     string
-	env      []string
+	// dir, when set, is where Pi starts instead of work (a subdirectory).
+	dir string
+	env []string
+}
+
+// cwd is the directory Pi starts in.
+func (e *piEnv) cwd() string {
+	if e.dir != "" {
+		return e.dir
+	}
+	return e.work
 }
 
 func newPiEnv(t *testing.T, mock *mockModel) *piEnv {
@@ -493,7 +503,7 @@ func (e *piEnv) runCmd(extraEnv []string, name string, args ...string) (stdout, 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = e.work
+	cmd.Dir = e.cwd()
 	cmd.Env = append(append([]string(nil), e.env...), extraEnv...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -669,7 +679,7 @@ type piProc struct {
 func (e *piEnv) startRPC(extraEnv []string, args ...string) *piProc {
 	e.t.Helper()
 	cmd := exec.Command(e.inst.node, append([]string{e.inst.cli, "--mode", "rpc"}, args...)...)
-	cmd.Dir = e.work
+	cmd.Dir = e.cwd()
 	cmd.Env = append(append([]string(nil), e.env...), extraEnv...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()

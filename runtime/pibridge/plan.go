@@ -72,6 +72,10 @@ type Plan struct {
 	Task    string `json:"task,omitempty"`
 	// Warnings are shown once at startup, one line each (a stale snapshot).
 	Warnings []string `json:"warnings,omitempty"`
+	// Trusted is the trust decision of a Main's plan (profiles.DecideTrust):
+	// the extension passes it to every runtime command as --trust or
+	// --no-trust, so the Sub's --approve is the decision this plan used.
+	Trusted bool `json:"trusted,omitempty"`
 	// Serve asks the extension to start facets serve at startup: always
 	// for a Sub; for a Main only when it already has run channels (a
 	// restarted session). Otherwise a Main starts it after its first
@@ -87,8 +91,14 @@ type Plan struct {
 // at session_start (protocol 3). Each set field overrides the flag of the
 // same name; an empty stdin leaves the flags alone.
 type PlanRequest struct {
-	Cwd         string   `json:"cwd,omitempty"`         // -C
-	Trust       *bool    `json:"trust,omitempty"`       // --trust or --no-trust
+	Cwd string `json:"cwd,omitempty"` // -C
+	// Approve is Pi's --approve (true) or --no-approve (false), an explicit
+	// decision: it acts as --trust or --no-trust.
+	Approve *bool `json:"approve,omitempty"`
+	// PiTrusted is Pi's answer, ctx.isProjectTrusted(). It counts only
+	// where Pi really decides (profiles.DecideTrust): Pi says "yes" by
+	// default for a project holding nothing Pi itself asks trust for.
+	PiTrusted   *bool    `json:"piTrusted,omitempty"`
 	RolePacks   []string `json:"rolePacks,omitempty"`   // --role-pack, each
 	Profile     string   `json:"profile,omitempty"`     // --profile
 	MainSession string   `json:"mainSession,omitempty"` // --main-session
@@ -164,6 +174,10 @@ func MainPlan(m *manifest.Manifest, ds []diag.Diagnostic, profile string) Plan {
 		SectionProfile:  "",
 	}}
 	p.Profiles = listing(m.Profiles, ds)
+	p.Trusted = m.Trust.Trusted
+	if w := untrustedLine(ds); w != "" {
+		p.Warnings = append(p.Warnings, w)
+	}
 	p.Tools = MainTools()
 	for _, pr := range m.Profiles {
 		p.Commands = append(p.Commands, Command{
@@ -189,6 +203,22 @@ func MainPlan(m *manifest.Manifest, ds []diag.Diagnostic, profile string) Plan {
 	p.Profile = ap
 	p.Sections[SectionProfile] = "## Active Facets profile: " + pr.Name + "\n" + pr.Launch.Instructions
 	return p
+}
+
+// untrustedLine is the one line a Main shows when the project's facets
+// files were left out because it is not trusted, or "" when none were.
+func untrustedLine(ds []diag.Diagnostic) string {
+	var dirs []string
+	for _, d := range ds {
+		if d.Code == "untrusted-project" {
+			dirs = append(dirs, d.File)
+		}
+	}
+	if len(dirs) == 0 {
+		return ""
+	}
+	return "Facets did not load " + strings.Join(dirs, ", ") + " (profiles, MAIN.md, roles, skills): this project is not trusted. " +
+		"To use them, trust it with /trust and restart Pi, add it to trust.json, or start Pi with --approve."
 }
 
 // subProfile is the part of a channel manifest's profile snapshot (the

@@ -21,7 +21,7 @@ const SELF = fileURLToPath(import.meta.url);
 // PROTOCOL is this file's side of the version handshake (pibridge.Protocol
 // in Go; a test keeps the two equal). Extensions from before the handshake
 // are protocol 1; protocol 3 sends the plan its request on stdin.
-const PROTOCOL = 3;
+const PROTOCOL = 4;
 const FIX = "facets pi-extension install";
 const DELIVERY_PREFIX = "[Facets delivery v1] ";
 const ROLE_DISCOVERY = "pi-herdr-subagents:roles:discover:v1";
@@ -42,6 +42,7 @@ type Plan = {
   task?: string;
   warnings?: string[];
   serve?: boolean;
+  trusted?: boolean;
 };
 // PlanTool is a model-facing tool as the Go plan defines it (pibridge.Tool):
 // its text and schema, and how a call maps onto a facets command.
@@ -257,6 +258,20 @@ function toolArgs(t: PlanTool, params: Params, launch: () => string[]): string[]
     else out.push(f.flag, String(v));
   }
   return out;
+}
+
+// piApprove is Pi's own --approve (true) or --no-approve (false) on this
+// process's command line, read as Pi reads it (the last one wins), or
+// undefined. It is an explicit trust decision; ctx.isProjectTrusted() alone
+// is not, because Pi says "yes" by default for a project that holds nothing
+// Pi itself asks trust for (facets' files are not on Pi's list).
+function piApprove(argv: string[]): boolean | undefined {
+  let v: boolean | undefined;
+  for (const a of argv) {
+    if (a === "--approve" || a === "-a") v = true;
+    else if (a === "--no-approve" || a === "-na") v = false;
+  }
+  return v;
 }
 
 export default function (pi: ExtensionAPI) {
@@ -527,14 +542,15 @@ export default function (pi: ExtensionAPI) {
     ctxRef = ctx;
     startError = undefined;
     // Role packs register synchronously on the shared bus; the compiler
-    // reads them (facets has no trust logic of its own: Pi's decision is passed on).
+    // reads them. Trust is decided by facets (profiles.DecideTrust) from
+    // Pi's answer and flag; the plan says what it decided.
     const packs: string[] = [];
     pi.events.emit(ROLE_DISCOVERY, { apiVersion: 1, register: (p: unknown) => typeof p === "string" && packs.push(p) });
     rolePacks = packs;
-    trusted = ctx.isProjectTrusted();
+    trusted = false;
     const flag = isSub ? undefined : pi.getFlag("profile");
     const profile = typeof flag === "string" ? flag : undefined;
-    const planRequest = { cwd: ctx.cwd, trust: trusted, rolePacks: packs, profile, mainSession: isSub ? undefined : ctx.sessionManager.getSessionId() };
+    const planRequest = { cwd: ctx.cwd, approve: piApprove(process.argv.slice(2)), piTrusted: ctx.isProjectTrusted(), rolePacks: packs, profile, mainSession: isSub ? undefined : ctx.sessionManager.getSessionId() };
     // The first session of this extension instance uses the daemon
     // connection or the plan started at load; a later one (a session
     // switch) asks the daemon again, or spawns its own plan.
@@ -576,6 +592,7 @@ export default function (pi: ExtensionAPI) {
         return;
       }
     }
+    trusted = plan?.trusted === true;
     if (plan?.error) startError = plan.error;
     for (const w of plan?.warnings ?? []) report(w, "warning");
     registerTools(plan?.tools ?? []);
