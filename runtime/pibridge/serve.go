@@ -217,15 +217,12 @@ func (s *server) handle(req request) {
 		s.mu.Unlock()
 		s.wakeAll()
 	case "settled":
-		// Idle with nothing queued: anything still in flight was dropped
-		// by Pi (e.g. a follow-up withdrawn with its run), so retry it. An
-		// abort keeps the marks because Pi may still hold the queue.
+		// Pi is idle with nothing queued, and the extension has released
+		// (one "release" each) what Pi dropped, e.g. a follow-up withdrawn
+		// with its run: offer those again. Only the extension knows what it
+		// handed to Pi; a delivery this server offered after the extension
+		// settled is still on its way there, so nothing is released here.
 		if !req.Aborted {
-			for _, k := range s.rx.InFlight() {
-				if ok, _ := s.receipts.Has(k); !ok {
-					s.rx.Release(k)
-				}
-			}
 			s.wakeAll()
 		}
 	case "send":

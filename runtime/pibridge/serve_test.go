@@ -275,7 +275,9 @@ func TestServeMain(t *testing.T) {
 	if d.Text != want {
 		t.Errorf("delivery = %q, want %q", d.Text, want)
 	}
-	// Pi settled without recording it (a withdrawn follow-up): offer it again.
+	// Pi settled without recording it (a withdrawn follow-up): the
+	// extension releases it and it is offered again.
+	b.send(request{Op: "release", Text: d.Text})
 	b.send(request{Op: "settled"})
 	if again := b.next("delivery"); again.Text != want {
 		t.Errorf("redelivery = %q", again.Text)
@@ -321,6 +323,19 @@ func TestServeSessionReceipts(t *testing.T) {
 	}
 }
 
+// TestServeSettledReleasesNothing: a settle says nothing of a delivery
+// offered after the extension sent it (it is still on its way to Pi), so
+// the delivery is not offered a second time.
+func TestServeSettledReleasesNothing(t *testing.T) {
+	ch := newChannel(t, privateRoot(t), "main-1")
+	mustSend(t, ch, channel.ToSub, "on its way")
+	b := startSubServe(t, ch)
+	b.send(request{Op: "ready"})
+	b.next("delivery")
+	b.send(request{Op: "settled"})
+	b.quiet()
+}
+
 // TestServeInflightAfterReload: a delivery a previous bridge handed to Pi
 // (still in Pi's queue across /reload) is not offered again, but a settle
 // without its receipt makes it retryable.
@@ -332,6 +347,7 @@ func TestServeInflightAfterReload(t *testing.T) {
 	b.send(request{Op: "inflight", Text: text})
 	b.send(request{Op: "ready"})
 	b.quiet()
+	b.send(request{Op: "release", Text: text})
 	b.send(request{Op: "settled"})
 	if d := b.next("delivery"); d.Text != text {
 		t.Errorf("redelivery = %q", d.Text)

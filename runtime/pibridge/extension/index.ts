@@ -345,28 +345,85 @@ export default function (pi: ExtensionAPI) {
     ctx.shutdown();
   }
 
+  // Deliveries are handed to Pi one at a time. pi.sendUserMessage returns
+  // before Pi has decided what to do with the text: while Pi is idle, two
+  // submissions in that window would both start a run, and the second
+  // fails ("Agent is already processing a prompt") and resets the live
+  // run's prompt sections. So the next one waits until Pi owns the one
+  // before: queued as a follow-up (it passed our input handler while Pi
+  // was busy) or recorded as the user message that started a run.
+  let handing: string | undefined;
+  const waiting: string[] = [];
+  let handTimer: ReturnType<typeof setTimeout> | undefined;
+  // A delivery's identity is its header line (run, message, direction).
+  const deliveryId = (text: string) => {
+    const nl = text.indexOf("\n");
+    return nl < 0 ? text : text.slice(0, nl);
+  };
+  const isHanding = (text: string) => handing !== undefined && deliveryId(handing) === deliveryId(text);
+
+  function deliver(text: string) {
+    // A delivery is submitted at most once while it is in flight, whatever
+    // mix of wakes and rescans offered it again.
+    const id = deliveryId(text);
+    if ([...inflight()].some((t) => deliveryId(t) === id)) return;
+    if (!ctxRef?.model) {
+      // Left in the inbox: the next scan offers it again once a model is selected.
+      request({ op: "release", text });
+      if (!noModelReported) report("Cannot deliver talk: the receiving Pi has no selected model.");
+      noModelReported = true;
+      return;
+    }
+    inflight().add(text);
+    if (handing !== undefined) waiting.push(text);
+    else hand(text);
+  }
+  function hand(text: string) {
+    handing = text;
+    armHandTimer();
+    try {
+      pi.sendUserMessage(text, { deliverAs: "followUp", expandPromptTemplates: false });
+      noModelReported = false;
+    } catch (err) {
+      dropHanding(`Facets delivery failed: ${String(err)}`);
+    }
+  }
+  // handed: Pi owns the delivery being handed; hand the next.
+  function handed() {
+    handing = undefined;
+    if (handTimer) clearTimeout(handTimer);
+    handTimer = undefined;
+    const next = waiting.shift();
+    if (next !== undefined) hand(next);
+  }
+  // dropHanding gives the delivery back to the inbox: Pi refused it (its
+  // error went to Pi's own error display), so a later scan retries it.
+  function dropHanding(msg?: string) {
+    const text = handing;
+    if (text === undefined) return;
+    inflight().delete(text);
+    request({ op: "release", text });
+    if (msg) report(msg);
+    handed();
+  }
+  // A submission Pi neither queued nor started within 15 s while idle
+  // failed in its preflight (no credentials, say): release it.
+  function armHandTimer() {
+    if (handTimer) clearTimeout(handTimer);
+    handTimer = setTimeout(() => {
+      handTimer = undefined;
+      if (handing === undefined) return;
+      if (ctxRef && ctxRef.isIdle() && !ctxRef.hasPendingMessages()) dropHanding();
+      else armHandTimer();
+    }, 15_000);
+    handTimer.unref?.();
+  }
+
   function onEvent(e: BridgeEvent) {
     switch (e.type) {
-      case "delivery": {
-        const text = e.text ?? "";
-        if (!ctxRef?.model) {
-          // Left in the inbox: the next scan offers it again once a model is selected.
-          request({ op: "release", text });
-          if (!noModelReported) report("Cannot deliver talk: the receiving Pi has no selected model.");
-          noModelReported = true;
-          break;
-        }
-        try {
-          inflight().add(text);
-          pi.sendUserMessage(text, { deliverAs: "followUp", expandPromptTemplates: false });
-          noModelReported = false;
-        } catch (err) {
-          inflight().delete(text);
-          request({ op: "release", text });
-          report(`Facets delivery failed: ${String(err)}`);
-        }
+      case "delivery":
+        deliver(e.text ?? "");
         break;
-      }
       case "result":
         if (e.id !== undefined) {
           pending.get(e.id)?.(e);
@@ -659,6 +716,8 @@ export default function (pi: ExtensionAPI) {
       if (!fatal) report(`Cannot start agent: ${startError}`);
       return { action: "handled" as const };
     }
+    // Pi is busy, so the delivery being handed joins its follow-up queue.
+    if (event.source === "extension" && event.streamingBehavior && isHanding(event.text)) handed();
     if (isSub && !kickedOff && plan?.kickoff && plan.task && event.text.trim() === plan.kickoff) {
       kickedOff = true;
       return { action: "transform" as const, text: plan.task };
@@ -688,12 +747,24 @@ export default function (pi: ExtensionAPI) {
     if (isSub) request({ op: "turn-start" });
   });
   pi.on("message_start", async (event) => {
-    if (isSub && event.message.role === "user" && ++userInputs > 1) request({ op: "turn-start" });
+    if (event.message.role !== "user") return;
+    if (isSub && ++userInputs > 1) request({ op: "turn-start" });
+    const text = textOf(event.message);
+    if (text !== undefined && isHanding(text)) handed();
   });
   pi.on("agent_settled", async (event, ctx) => {
     if (isSub) request({ op: "turn-end" });
     if (ctx.hasPendingMessages()) return;
-    if (!event.aborted) inflight().clear();
+    // Deliveries still on their way to Pi are not lost; the settle of the
+    // run they start retries whatever was.
+    if (handing !== undefined || waiting.length > 0) return;
+    // What Pi still has not recorded was dropped (a follow-up withdrawn
+    // with its run): back to the inbox. An abort keeps the marks because
+    // Pi may still hold its queue.
+    if (!event.aborted) {
+      for (const text of inflight()) request({ op: "release", text });
+      inflight().clear();
+    }
     request({ op: "settled", aborted: event.aborted });
   });
   pi.on("session_shutdown", async (event) => {
@@ -701,6 +772,12 @@ export default function (pi: ExtensionAPI) {
     earlyPlan = undefined;
     void early?.then((e) => (e.proc?.finish(), e.daemon?.close()));
     if (isSub && event.reason === "quit") request({ op: "quit" });
+    // Waiting deliveries were never handed to Pi: the next bridge must
+    // not take them for Pi's (the inflight set outlives this instance).
+    for (const t of waiting) inflight().delete(t);
+    waiting.length = 0;
+    if (handTimer) clearTimeout(handTimer);
+    handTimer = undefined;
     const child = serve;
     serve = undefined;
     child?.stdin?.end();
