@@ -623,8 +623,9 @@ func (c *validator) validateEntry(e profiles.Entry) (cand *candidate, valid bool
 		}
 	}
 	if t := cfg.ThinkingLevel; t != "" && !bad["thinkingLevel"] && !slices.Contains(roleEnums["thinking"], t) {
-		// Pi warns and starts at the model's default level; in a Sub's tab
-		// nobody reads that warning.
+		// The launch snapshot leaves it out (resolve): Pi's two ways of
+		// taking an unknown level differ (--thinking ignores it, a Main's
+		// setThinkingLevel clamps it to off), so neither is used.
 		line, col := res.Position("thinkingLevel")
 		hint := "use one of " + strings.Join(roleEnums["thinking"], ", ")
 		if lower := strings.ToLower(strings.TrimSpace(t)); slices.Contains(roleEnums["thinking"], lower) {
@@ -633,7 +634,7 @@ func (c *validator) validateEntry(e profiles.Entry) (cand *candidate, valid bool
 			hint = fmt.Sprintf("did you mean %q? Pi's levels are %s", near, strings.Join(roleEnums["thinking"], ", "))
 		}
 		c.diag(Diagnostic{Severity: Warning, Code: "thinking-level", File: e.ConfigPath, Line: line, Column: col, Subject: e.Name,
-			Message: fmt.Sprintf("thinkingLevel '%s' is not a level Pi knows; Pi ignores --thinking %s with a warning and uses its default level", t, t),
+			Message: fmt.Sprintf("thinkingLevel '%s' is not a level Pi knows; facets leaves it out, so pi --profile and a Sub of this profile both run at Pi's default thinking level", t),
 			Hint:    hint})
 	}
 	if placeholder(cfg.Description) && cfg.Invocation != "manual" && !bad["description"] {
@@ -674,12 +675,21 @@ func placeholder(desc string) bool {
 	return false
 }
 
+// knownThinkingLevel is level when Pi knows it, else "": an unknown level
+// is not passed to Pi at all (see the thinking-level warning).
+func knownThinkingLevel(level string) string {
+	if slices.Contains(roleEnums["thinking"], level) {
+		return level
+	}
+	return ""
+}
+
 // resolve builds the launch snapshot of an effective profile.
 func (c *compilation) resolve(cand *candidate, trusted bool, overrides []string) (manifest.Profile, bool) {
 	e, cfg := cand.entry, cand.config
 	launch := manifest.Launch{
 		Model:              cfg.Model,
-		ThinkingLevel:      cfg.ThinkingLevel,
+		ThinkingLevel:      knownThinkingLevel(cfg.ThinkingLevel),
 		Tools:              dedupe(cfg.Tools),
 		SkillRefs:          dedupe(cfg.Skills),
 		Extensions:         []string{},

@@ -294,3 +294,40 @@ func TestProjectsBelow(t *testing.T) {
 		t.Errorf("ProjectsBelow = %v, want %v", got, want)
 	}
 }
+
+func TestDefaultThinkingLevel(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		global, project string
+		projectLoaded   bool
+		want            string
+	}{
+		{name: "nothing set", want: "medium"},
+		{name: "global default", global: `{"defaultThinkingLevel":"high"}`, want: "high"},
+		{name: "global per-model beats default", global: `{"defaultThinkingLevel":"high","modelThinkingLevels":{"p/m":"low"}}`, want: "low"},
+		{name: "another model's entry", global: `{"modelThinkingLevels":{"p/other":"low"}}`, want: "medium"},
+		{name: "project default beats global", global: `{"defaultThinkingLevel":"high"}`, project: `{"defaultThinkingLevel":"minimal"}`, projectLoaded: true, want: "minimal"},
+		{name: "global per-model beats project default", global: `{"modelThinkingLevels":{"p/m":"low"}}`, project: `{"defaultThinkingLevel":"minimal"}`, projectLoaded: true, want: "low"},
+		{name: "project not loaded by Pi", global: `{"defaultThinkingLevel":"high"}`, project: `{"defaultThinkingLevel":"minimal"}`, want: "high"},
+		{name: "unreadable global adds nothing", global: `{`, project: `{"defaultThinkingLevel":"minimal"}`, projectLoaded: true, want: "minimal"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			env := Env{AgentDir: filepath.Join(root, "agent"), Cwd: filepath.Join(root, "p")}
+			for path, content := range map[string]string{filepath.Join(env.AgentDir, "settings.json"): tc.global, filepath.Join(env.Cwd, ".pi", "settings.json"): tc.project} {
+				if content == "" {
+					continue
+				}
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := DefaultThinkingLevel(env, "p/m", tc.projectLoaded); got != tc.want {
+				t.Errorf("DefaultThinkingLevel = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -102,6 +102,42 @@ func PiAsksTrust(env Env) bool {
 	return false
 }
 
+// DefaultThinkingLevel is the level Pi starts model ("provider/id") at when
+// it is given no level, as for a Sub launched with --model and no
+// --thinking: the model's modelThinkingLevels entry, else
+// defaultThinkingLevel, from <cwd>/.pi/settings.json over
+// <agentDir>/settings.json (the project file only when Pi loads it,
+// projectSettings), else Pi's own default, "medium". A settings file that
+// cannot be read adds nothing (Pi reports it).
+func DefaultThinkingLevel(env Env, model string, projectSettings bool) string {
+	type settings struct {
+		DefaultThinkingLevel string            `json:"defaultThinkingLevel"`
+		ModelThinkingLevels  map[string]string `json:"modelThinkingLevels"`
+	}
+	files := []string{filepath.Join(env.AgentDir, "settings.json")}
+	if projectSettings {
+		files = append([]string{filepath.Join(env.Cwd, ".pi", "settings.json")}, files...)
+	}
+	var all []settings // nearest first
+	for _, f := range files {
+		var s settings
+		if readJSONFile(f, &s, settingsShape) == nil {
+			all = append(all, s)
+		}
+	}
+	for _, s := range all {
+		if l := s.ModelThinkingLevels[model]; l != "" {
+			return l
+		}
+	}
+	for _, s := range all {
+		if s.DefaultThinkingLevel != "" {
+			return s.DefaultThinkingLevel
+		}
+	}
+	return "medium"
+}
+
 // SettingsError is a Pi settings file (trust.json, settings.json) that
 // cannot be read or parsed. Line and Column locate a JSON error; they are
 // zero for read errors.

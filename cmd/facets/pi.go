@@ -145,6 +145,9 @@ func newPiPlanCmd(a *app) *cobra.Command {
 					break
 				}
 				plan = pibridge.MainPlan(m, ds, profile)
+				plan.DefaultThinking(func(model string) string {
+					return profiles.DefaultThinkingLevel(profiles.Env{AgentDir: m.AgentDir, Cwd: m.Cwd}, model, src.piTrust != nil && *src.piTrust)
+				})
 				plan.Serve = pibridge.HasRuns(channel.RuntimeRoot(a.getenv), mainSession)
 				if warning != "" {
 					plan.Warnings = append(plan.Warnings, warning)

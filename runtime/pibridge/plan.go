@@ -145,6 +145,10 @@ type ActiveProfile struct {
 	Provider      string `json:"provider,omitempty"`
 	ModelID       string `json:"modelId,omitempty"`
 	ThinkingLevel string `json:"thinkingLevel,omitempty"`
+	// ThinkingDefault says ThinkingLevel is not the profile's but Pi's
+	// default for the model (DefaultThinking): the level a Sub of the
+	// profile starts at. Pi lowering it for a model is then no surprise.
+	ThinkingDefault bool `json:"thinkingDefault,omitempty"`
 	// Tools is the exact non-MCP active tool set; MCP tools stay as Pi's
 	// configuration makes them.
 	Tools  []string `json:"tools"`
@@ -203,6 +207,17 @@ func MainPlan(m *manifest.Manifest, ds []diag.Diagnostic, profile string) Plan {
 	p.Profile = ap
 	p.Sections[SectionProfile] = "## Active Facets profile: " + pr.Name + "\n" + pr.Launch.Instructions
 	return p
+}
+
+// DefaultThinking gives an active profile that sets a model and no
+// thinking level the level a Sub of it starts at: level, Pi's default for
+// that model (profiles.DefaultThinkingLevel). Pi's own model switch would
+// keep the level of the model before instead, which is "off" after a
+// model without reasoning.
+func (p *Plan) DefaultThinking(level func(model string) string) {
+	if ap := p.Profile; ap != nil && ap.ModelID != "" && ap.ThinkingLevel == "" {
+		ap.ThinkingLevel, ap.ThinkingDefault = level(ap.Provider+"/"+ap.ModelID), true
+	}
 }
 
 // untrustedLine is the one line a Main shows when the project's facets

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/facets-dev/facets/compiler/manifest"
 )
 
 // The repository of issue 29: a MAIN.md, a profile nobody asked for and a
@@ -196,6 +198,74 @@ func TestExplainArgvIsTheLaunchedArgv(t *testing.T) {
 			want := map[bool]string{false: "--no-approve", true: "--approve"}[trusted]
 			if !slices.Contains(launched, want) {
 				t.Errorf("launched argv %q lacks %s", launched, want)
+			}
+		})
+	}
+}
+
+// TestThinkingLevelOneEffectWithRealPi: a profile's thinking level has the
+// same effect in pi --profile and in a Sub of it. An unknown level runs
+// at Pi's default in both (before, the Main turned thinking off and said
+// the model was to blame, while the Sub ran at the default).
+func TestThinkingLevelOneEffectWithRealPi(t *testing.T) {
+	for _, tc := range []struct{ name, level, settingsDefault string }{
+		{name: "unknown", level: "provider-defined-level"},
+		{name: "none", level: ""},
+		{name: "none with a settings default", settingsDefault: "high"},
+		{name: "unknown with a settings default", level: "provider-defined-level", settingsDefault: "minimal"},
+		{name: "low", level: "low", settingsDefault: "high"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			level := tc.level
+			mock := startMock(t, func(n int, req chatRequest) reply { return reply{Text: "ok"} })
+			e := newPiEnv(t, mock)
+			cfg := map[string]any{"description": "Thinks", "model": "mock/mock-reasoner", "tools": []string{"read"}}
+			if level != "" {
+				cfg["thinkingLevel"] = level
+			}
+			e.profile("thinky", cfg)
+			if tc.settingsDefault != "" {
+				writeJSON(t, filepath.Join(e.agentDir, "settings.json"), map[string]any{
+					"retry": map[string]any{"enabled": false}, "defaultProvider": "mock", "defaultModel": "mock-model",
+					"quietStartup": true, "defaultThinkingLevel": tc.settingsDefault})
+			}
+			// Pi's default for the model, with no level given at all.
+			e.run(nil, "--no-extensions", "--no-session", "--model", "mock/mock-reasoner", "-p", "hi")
+			_, mainErr := e.run(nil, "--no-extensions", "-e", e.bridge, "--no-session", "--profile", "thinky", "-p", "hi")
+			cmd := exec.Command(e.facets, "explain", "thinky", "--format", "json", "--bridge", e.bridge)
+			cmd.Dir, cmd.Env = e.work, e.env
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("facets explain: %v\n%s", err, out)
+			}
+			var x struct {
+				Profile manifest.Profile `json:"profile"`
+				SubArgv []string         `json:"subArgv"`
+			}
+			if err := json.Unmarshal(out, &x); err != nil {
+				t.Fatal(err)
+			}
+			ch := newSubChannel(t, e, x.Profile, "think")
+			_, subErr := e.run(e.subEnv(ch), append(x.SubArgv, "-p", "think")...)
+			reqs := mock.Requests()
+			if len(reqs) != 3 {
+				t.Fatalf("model got %d requests, want 3", len(reqs))
+			}
+			def, main, sub := reqs[0].ReasoningEffort, reqs[1].ReasoningEffort, reqs[2].ReasoningEffort
+			want := level
+			if level != "low" {
+				want = def
+			}
+			if want == "" || tc.settingsDefault != "" && want != tc.settingsDefault && level != "low" {
+				t.Fatalf("Pi's own default is %q; the settings say %q", def, tc.settingsDefault)
+			}
+			if main != want || sub != want {
+				t.Errorf("reasoning effort: pi --profile %q, Sub %q; want both %q (Pi's default is %q)", main, sub, want, def)
+			}
+			for who, stderr := range map[string]string{"pi --profile": mainErr, "Sub": subErr} {
+				if strings.Contains(stderr, "thinking level") || strings.Contains(stderr, "became") {
+					t.Errorf("%s warned about the thinking level:\n%s", who, stderr)
+				}
 			}
 		})
 	}

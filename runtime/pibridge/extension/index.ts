@@ -33,7 +33,7 @@ type Plan = {
   facets?: string;
   mismatch?: string;
   sections: Record<string, string>;
-  profile?: { name: string; provider?: string; modelId?: string; thinkingLevel?: string; tools: string[]; skills: string[] };
+  profile?: { name: string; provider?: string; modelId?: string; thinkingLevel?: string; thinkingDefault?: boolean; tools: string[]; skills: string[] };
   commands?: { name: string; profile: string; description: string }[];
   tools?: PlanTool[];
   profiles: { text: string; level: "info" | "warning" };
@@ -501,7 +501,7 @@ export default function (pi: ExtensionAPI) {
     if (p.thinkingLevel) {
       // Pi validates the level; the profile passes it through unchanged.
       pi.setThinkingLevel(p.thinkingLevel as ThinkingLevel);
-      if (pi.getThinkingLevel() !== p.thinkingLevel)
+      if (pi.getThinkingLevel() !== p.thinkingLevel && !p.thinkingDefault)
         report(`Profile '${p.name}' thinking level '${p.thinkingLevel}' became '${pi.getThinkingLevel()}' for this model.`, "warning");
     }
     // Direct MCP tools stay as Pi's own configuration made them. codemode
