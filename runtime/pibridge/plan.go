@@ -206,6 +206,11 @@ func MainPlan(m *manifest.Manifest, ds []diag.Diagnostic, profile string) Plan {
 	}
 	p.Profile = ap
 	p.Sections[SectionProfile] = "## Active Facets profile: " + pr.Name + "\n" + pr.Launch.Instructions
+	if !slices.Contains(pr.Launch.Tools, "delegate") {
+		// The catalog is for choosing a delegate.profile; a Main whose
+		// profile has no delegate tool cannot use it.
+		p.Sections[SectionProfiles] = ""
+	}
 	return p
 }
 

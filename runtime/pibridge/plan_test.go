@@ -40,8 +40,8 @@ func TestMainPlanWithProfile(t *testing.T) {
 	want := Plan{
 		Role: "main",
 		Sections: map[string]string{
-			SectionProfiles: "## Available Facets delegation profiles\n- helper [global, ephemeral]: General helper\n- reviewer [project, persistent]: Reviews\n" +
-				"Use the exact profile name as delegate.profile. Project profiles override same-named global profiles.",
+			// reviewer has no delegate tool, so the catalog is left out.
+			SectionProfiles: "",
 			SectionMain:    "## Facets Main context: /g/MAIN.md\n\nglobal rule\n\n## Facets Main context: /p/.pi/facets/MAIN.md\n\nnear rule",
 			SectionProfile: "## Active Facets profile: reviewer\nReview only.",
 		},
@@ -57,6 +57,15 @@ func TestMainPlanWithProfile(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("MainPlan (-want +got):\n%s", d)
+	}
+	// A Main that can delegate, with or without a profile, gets the catalog.
+	catalog := "## Available Facets delegation profiles\n- helper [global, ephemeral]: General helper\n- reviewer [project, persistent]: Reviews\n" +
+		"Use the exact profile name as delegate.profile. Project profiles override same-named global profiles."
+	m.Profiles = append(m.Profiles, profile("lead", "global", "Leads", false, manifest.Launch{Tools: []string{"read", "delegate"}, Invocation: "manual"}))
+	for _, name := range []string{"lead", ""} {
+		if got := MainPlan(m, nil, name).Sections[SectionProfiles]; got != catalog {
+			t.Errorf("MainPlan(%q) catalog = %q, want %q", name, got, catalog)
+		}
 	}
 }
 
