@@ -26,6 +26,23 @@ func TestExtensionSpeaksProtocol(t *testing.T) {
 	}
 }
 
+// TestExtensionMinPiIsPinned: the oldest Pi the extension accepts is the
+// oldest the real-Pi tests run on (versions.env pi_min_version).
+func TestExtensionMinPiIsPinned(t *testing.T) {
+	source, err := os.ReadFile("extension/index.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := pinnedVersions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^const MIN_PI = "([^"]+)";$`).FindSubmatch(source)
+	if m == nil || string(m[1]) != vs["pi_min_version"] {
+		t.Fatalf("index.ts MIN_PI = %q, want versions.env pi_min_version %q", m, vs["pi_min_version"])
+	}
+}
+
 // TestExtensionJSIsCurrent: the index.js pibridge embeds and installs is
 // extension/build.sh's output for the index.ts in the tree: its header
 // names the sha256 of that index.ts (the script writes it; .ci/run also

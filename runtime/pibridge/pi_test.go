@@ -57,7 +57,7 @@ func pinnedVersions() (map[string]string, error) {
 		}
 		vs[k] = v
 	}
-	for _, k := range []string{"node_version", "pi_version"} {
+	for _, k := range []string{"node_version", "pi_version", "pi_min_version", "pi_refused_version"} {
 		if vs[k] == "" {
 			return nil, fmt.Errorf("%s: %s is not set", versionsFile, k)
 		}
@@ -76,9 +76,8 @@ type piInstall struct {
 }
 
 var (
-	installOnce sync.Once
-	installed   piInstall
-	installErr  error
+	installMu sync.Mutex
+	installs  = map[string]piInstall{} // by Pi version ("" for the default)
 
 	buildOnce  sync.Once
 	facetsBin  string
@@ -86,6 +85,10 @@ var (
 	buildDir   string
 	buildDirMu sync.Mutex
 )
+
+// piVersionEnv names the Pi version a test binary runs the real-Pi tests
+// on; unset, it is versions.env's pi_version.
+const piVersionEnv = "FACETS_PI_VERSION"
 
 func TestMain(m *testing.M) {
 	herdrtest.Dispatch()
@@ -95,7 +98,34 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(buildDir)
 	}
 	buildDirMu.Unlock()
+	if code == 0 && os.Getenv(piVersionEnv) == "" {
+		code = onOldestPi()
+	}
 	os.Exit(code)
+}
+
+// onOldestPi runs this test binary again, with the same arguments, on the
+// oldest Pi facets supports (versions.env pi_min_version), so every real-Pi
+// test holds at both ends of the supported range. It returns the exit
+// status of that run.
+func onOldestPi() int {
+	vs, err := pinnedVersions()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if vs["pi_min_version"] == vs["pi_version"] {
+		return 0
+	}
+	fmt.Printf("runtime/pibridge: the same tests on the oldest supported Pi, %s (%s=%s)\n", vs["pi_min_version"], piVersionEnv, vs["pi_min_version"])
+	cmd := exec.Command(os.Args[0], os.Args[1:]...)
+	cmd.Env = append(os.Environ(), piVersionEnv+"="+vs["pi_min_version"])
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "runtime/pibridge on Pi %s: %v\n", vs["pi_min_version"], err)
+		return 1
+	}
+	return 0
 }
 
 // piHome is where Node and Pi are cached: $FACETS_PI_HOME, else
@@ -131,19 +161,38 @@ func nodePackage() (string, error) {
 // install never leaves a half-populated directory that looks complete.
 func ensurePi(t *testing.T) piInstall {
 	t.Helper()
-	installOnce.Do(func() { installed, installErr = installPi() })
-	if installErr != nil {
-		t.Fatalf("cannot install Node and Pi for the real-Pi tests: %v", installErr)
-	}
-	return installed
+	return ensurePiVersion(t, "")
 }
 
-func installPi() (piInstall, error) {
+// ensurePiVersion is ensurePi for one Pi version ("" is the one the tests
+// run on: $FACETS_PI_VERSION, else versions.env's pi_version).
+func ensurePiVersion(t *testing.T, version string) piInstall {
+	t.Helper()
+	installMu.Lock()
+	defer installMu.Unlock()
+	if inst, ok := installs[version]; ok {
+		return inst
+	}
+	inst, err := installPi(version)
+	if err != nil {
+		t.Fatalf("cannot install Node and Pi for the real-Pi tests: %v", err)
+	}
+	installs[version] = inst
+	return inst
+}
+
+func installPi(piVersion string) (piInstall, error) {
 	vs, err := pinnedVersions()
 	if err != nil {
 		return piInstall{}, err
 	}
-	nodeVersion, piVersion := vs["node_version"], vs["pi_version"]
+	nodeVersion := vs["node_version"]
+	if piVersion == "" {
+		piVersion = vs["pi_version"]
+	}
+	if v := os.Getenv(piVersionEnv); piVersion == vs["pi_version"] && v != "" {
+		piVersion = v
+	}
 	home, err := piHome()
 	if err != nil {
 		return piInstall{}, err

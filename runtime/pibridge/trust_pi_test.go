@@ -270,3 +270,29 @@ func TestThinkingLevelOneEffectWithRealPi(t *testing.T) {
 		})
 	}
 }
+
+// TestOlderPiIsRefusedWithRealPi: on a Pi older than the oldest supported
+// one (versions.env pi_refused_version), pi --profile stops with one line
+// naming the version needed, and plain pi warns once and runs without
+// Facets.
+func TestOlderPiIsRefusedWithRealPi(t *testing.T) {
+	vs, err := pinnedVersions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mock := startMock(t, func(n int, req chatRequest) reply { return reply{Text: "ok"} })
+	e := newPiEnv(t, mock)
+	e.inst = ensurePiVersion(t, vs["pi_refused_version"])
+	e.profile("worker", map[string]any{"description": "Works", "tools": []string{"read"}})
+	want := "Facets needs Pi " + vs["pi_min_version"] + " or newer; this is Pi " + vs["pi_refused_version"] + "."
+	_, stderr, code := e.runExit(nil, "--no-extensions", "-e", e.bridge, "--no-session", "--profile", "worker", "-p", "hi")
+	if code != 1 || strings.Count(stderr, want) != 1 || len(mock.Requests()) != 0 {
+		t.Errorf("pi --profile on Pi %s: exit %d, %d model requests, stderr %q; want exit 1, none, and %q once",
+			vs["pi_refused_version"], code, len(mock.Requests()), stderr, want)
+	}
+	_, stderr = e.run(nil, "--no-extensions", "-e", e.bridge, "--no-session", "-p", "hi")
+	reqs := mock.Requests()
+	if strings.Count(stderr, want) != 1 || len(reqs) != 1 || strings.Contains(reqs[0].system(), "facets_") || slices.Contains(reqs[0].toolNames(), "delegate") {
+		t.Errorf("plain pi on Pi %s: stderr %q, %d requests; want the line once and Pi without Facets", vs["pi_refused_version"], stderr, len(reqs))
+	}
+}

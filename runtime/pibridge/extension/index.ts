@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { VERSION as PI_VERSION } from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI, ExtensionContext, SessionEntry, ToolInfo } from "@earendil-works/pi-coding-agent";
 
 const SELF = fileURLToPath(import.meta.url);
@@ -22,6 +23,22 @@ const SELF = fileURLToPath(import.meta.url);
 // in Go; a test keeps the two equal). Extensions from before the handshake
 // are protocol 1; protocol 3 sends the plan its request on stdin.
 const PROTOCOL = 4;
+// MIN_PI is the oldest Pi facets supports and tests (versions.env
+// pi_min_version; a Go test keeps the two equal).
+const MIN_PI = "1.5.2";
+// tooOld is the one line an older Pi gets, or undefined.
+const tooOld = olderVersion(PI_VERSION, MIN_PI)
+  ? `Facets needs Pi ${MIN_PI} or newer; this is Pi ${PI_VERSION}. Update Pi (npm install -g @earendil-works/pi-coding-agent), or remove the facets extension to use this Pi without Facets.`
+  : undefined;
+
+// olderVersion reports whether version v (major.minor.patch, anything after
+// a "-" or "+" ignored) is older than min.
+function olderVersion(v: string, min: string): boolean {
+  const parts = (s: string) => s.split(/[-+]/)[0].split(".").map((x) => Number.parseInt(x, 10) || 0);
+  const a = parts(v), b = parts(min);
+  for (let i = 0; i < 3; i++) if ((a[i] ?? 0) !== (b[i] ?? 0)) return (a[i] ?? 0) < (b[i] ?? 0);
+  return false;
+}
 const FIX = "facets pi-extension install";
 const DELIVERY_PREFIX = "[Facets delivery v1] ";
 const ROLE_DISCOVERY = "pi-herdr-subagents:roles:discover:v1";
@@ -576,7 +593,7 @@ export default function (pi: ExtensionAPI) {
   // connects to it instead and sends it the same call: no process at all.
   const planArgs = ["pi-extension", "plan", "--role", isSub ? "sub" : "main", "--protocol", String(PROTOCOL), "--extension-version", EXT_VERSION];
   const spawnPlan = (cwd?: string) => start(planArgs, { cwd, env: PLAN_SOCKET ? { ...process.env, FACETS_PLAN_SOCKET: PLAN_SOCKET } : undefined });
-  let earlyPlan: Promise<{ daemon?: Daemon; proc?: Proc }> | undefined = connectDaemon().then((daemon) => {
+  let earlyPlan: Promise<{ daemon?: Daemon; proc?: Proc }> | undefined = tooOld ? undefined : connectDaemon().then((daemon) => {
     if (daemon) return { daemon };
     const proc = spawnPlan();
     proc.hold(false);
@@ -607,36 +624,44 @@ export default function (pi: ExtensionAPI) {
     trusted = false;
     const flag = isSub ? undefined : pi.getFlag("profile");
     const profile = typeof flag === "string" ? flag : undefined;
-    const planRequest = { cwd: ctx.cwd, approve: piApprove(process.argv.slice(2)), piTrusted: ctx.isProjectTrusted(), rolePacks: packs, profile, mainSession: isSub ? undefined : ctx.sessionManager.getSessionId() };
-    // The first session of this extension instance uses the daemon
-    // connection or the plan started at load; a later one (a session
-    // switch) asks the daemon again, or spawns its own plan.
-    const early = earlyPlan ? await earlyPlan : { daemon: await connectDaemon() };
-    earlyPlan = undefined;
-    const input = JSON.stringify(planRequest);
-    let r = early.daemon ? await early.daemon.ask(planArgs, input, processDir() ?? ctx.cwd) : undefined;
-    if (!r) {
-      const proc = early.proc ?? spawnPlan(ctx.cwd);
-      proc.hold(true);
-      proc.finish(input);
-      r = await proc.result;
-    }
-    try {
-      plan = JSON.parse(r.stdout) as Plan;
-    } catch {
-      plan = undefined;
-      startError = r.stderr.trim() || `facets pi-extension plan exited with status ${r.code}`;
-    }
-    // The handshake: a binary that knows it says whether the protocols
-    // match (mismatch); an older one rejects --protocol or, if it took the
-    // flag some other way, answers without a protocol.
-    let mismatch = plan?.mismatch;
-    if (!mismatch && ((!plan && /unknown flag: --protocol/.test(r.stderr)) || (plan && plan.protocol !== PROTOCOL)))
-      mismatch = await olderBinary();
-    // A binary that is gone (facets moved or uninstalled, the extension
-    // left behind) is treated as a skew: plain Pi must stay usable.
-    if (!mismatch && r.unstartable)
-      mismatch = `The facets Pi extension cannot start facets (${r.stderr.trim()}). Run \`${FIX}\` with the facets you want Pi to use and restart Pi, or remove the facets extension to use Pi without Facets.`;
+    // askPlan asks facets for the plan, and returns why Facets must stay
+    // off when the binary and the extension do not match.
+    const askPlan = async (): Promise<string | undefined> => {
+      const planRequest = { cwd: ctx.cwd, approve: piApprove(process.argv.slice(2)), piTrusted: ctx.isProjectTrusted(), rolePacks: packs, profile, mainSession: isSub ? undefined : ctx.sessionManager.getSessionId() };
+      // The first session of this extension instance uses the daemon
+      // connection or the plan started at load; a later one (a session
+      // switch) asks the daemon again, or spawns its own plan.
+      const early = earlyPlan ? await earlyPlan : { daemon: await connectDaemon() };
+      earlyPlan = undefined;
+      const input = JSON.stringify(planRequest);
+      let r = early.daemon ? await early.daemon.ask(planArgs, input, processDir() ?? ctx.cwd) : undefined;
+      if (!r) {
+        const proc = early.proc ?? spawnPlan(ctx.cwd);
+        proc.hold(true);
+        proc.finish(input);
+        r = await proc.result;
+      }
+      try {
+        plan = JSON.parse(r.stdout) as Plan;
+      } catch {
+        plan = undefined;
+        startError = r.stderr.trim() || `facets pi-extension plan exited with status ${r.code}`;
+      }
+      // The handshake: a binary that knows it says whether the protocols
+      // match (mismatch); an older one rejects --protocol or, if it took the
+      // flag some other way, answers without a protocol.
+      let mismatch = plan?.mismatch;
+      if (!mismatch && ((!plan && /unknown flag: --protocol/.test(r.stderr)) || (plan && plan.protocol !== PROTOCOL)))
+        mismatch = await olderBinary();
+      // A binary that is gone (facets moved or uninstalled, the extension
+      // left behind) is treated as a skew: plain Pi must stay usable.
+      if (!mismatch && r.unstartable)
+        mismatch = `The facets Pi extension cannot start facets (${r.stderr.trim()}). Run \`${FIX}\` with the facets you want Pi to use and restart Pi, or remove the facets extension to use Pi without Facets.`;
+      return mismatch;
+    };
+    // An older Pi than facets supports gets no plan at all: the extension
+    // may use what that Pi lacks.
+    const mismatch = tooOld ?? (await askPlan());
     if (mismatch) {
       plan = { role: isSub ? "sub" : "main", sections: {}, profiles: { text: mismatch, level: "warning" } };
       for (const k of ["facets_profiles", "facets_main", "facets_profile"]) plan.sections[k] = "";
