@@ -42,8 +42,8 @@ func TestMainPlanWithProfile(t *testing.T) {
 		Sections: map[string]string{
 			// reviewer has no delegate tool, so the catalog is left out.
 			SectionProfiles: "",
-			SectionMain:    "## Facets Main context: /g/MAIN.md\n\nglobal rule\n\n## Facets Main context: /p/.pi/facets/MAIN.md\n\nnear rule",
-			SectionProfile: "## Active Facets profile: reviewer\nReview only.",
+			SectionMain:     "## Facets Main context: /g/MAIN.md\n\nglobal rule\n\n## Facets Main context: /p/.pi/facets/MAIN.md\n\nnear rule",
+			SectionProfile:  "## Active Facets profile: reviewer\nReview only.",
 		},
 		Profile: &ActiveProfile{Name: "reviewer", Provider: "anthropic", ModelID: "claude", ThinkingLevel: "high",
 			Tools: []string{"read", "grep"}, Skills: []string{"/s/a/SKILL.md"}},
