@@ -153,8 +153,24 @@ func TestTrustGateInTUI(t *testing.T) {
 // repository, the Sub a real Main delegates to is launched with exactly the
 // argv facets explain prints for it, --no-approve and --approve included.
 func TestExplainArgvIsTheLaunchedArgv(t *testing.T) {
-	for _, trusted := range []bool{false, true} {
-		t.Run(map[bool]string{false: "untrusted", true: "trusted"}[trusted], func(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		setup   func(e *piEnv)
+		trusted bool
+	}{
+		{name: "untrusted"},
+		{name: "untrusted/subdir", setup: func(e *piEnv) { e.dir = filepath.Join(e.work, "sub") }},
+		{name: "untrusted/pi settings", setup: func(e *piEnv) { writeFile(e.t, filepath.Join(e.work, ".pi", "settings.json"), "{}") }},
+		{name: "trusted", setup: func(e *piEnv) {
+			writeJSON(e.t, filepath.Join(e.agentDir, "trust.json"), map[string]bool{e.work: true})
+		}, trusted: true},
+		{name: "trusted/subdir", setup: func(e *piEnv) {
+			writeJSON(e.t, filepath.Join(e.agentDir, "trust.json"), map[string]bool{e.work: true})
+			e.dir = filepath.Join(e.work, "sub")
+		}, trusted: true},
+	} {
+		trusted := tc.trusted
+		t.Run(tc.name, func(t *testing.T) {
 			mock := startMock(t, func(n int, req chatRequest) reply {
 				if l := req.last(); l.Role == "user" {
 					return reply{Tool: "delegate", Args: map[string]any{"title": "worker", "task": "count", "profile": "worker"}}
@@ -163,8 +179,8 @@ func TestExplainArgvIsTheLaunchedArgv(t *testing.T) {
 			})
 			e := newPiEnv(t, mock)
 			e.evilRepo()
-			if trusted {
-				writeJSON(t, filepath.Join(e.agentDir, "trust.json"), map[string]bool{e.work: true})
+			if tc.setup != nil {
+				tc.setup(e)
 			}
 			herdrEnv, herdrState := e.fakeHerdr()
 			main := e.startRPC(herdrEnv, "--no-extensions", "-e", e.bridge, "--profile", "orchestrator", "--session-id", "facets-trust-argv")
@@ -181,7 +197,7 @@ func TestExplainArgvIsTheLaunchedArgv(t *testing.T) {
 				return false
 			})
 			cmd := exec.Command(e.facets, "explain", "worker", "--format", "json", "--bridge", e.bridge)
-			cmd.Dir, cmd.Env = e.work, e.env
+			cmd.Dir, cmd.Env = e.cwd(), e.env
 			out, err := cmd.Output()
 			if err != nil {
 				t.Fatalf("facets explain: %v\n%s", err, out)
