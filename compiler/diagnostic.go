@@ -6,7 +6,7 @@ import (
 	"cmp"
 	"slices"
 
-	"github.com/facets-dev/facets/compiler/diag"
+	"github.com/facets-dev/facets/internal/diag"
 )
 
 // Severity ranks a diagnostic; see diag.Severity.

@@ -12,9 +12,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/facets-dev/facets/compiler/diag"
 	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/diag"
 	"github.com/facets-dev/facets/internal/safefile/safefiletest"
 )
 

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/facets-dev/facets/compiler/diag"
+	"github.com/facets-dev/facets/internal/diag"
 )
 
 // The fast path: validators generated from the schema (fastvalidate_gen.go)

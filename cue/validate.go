@@ -20,7 +20,7 @@ import (
 	cuejson "cuelang.org/go/encoding/json"
 	cueyaml "cuelang.org/go/encoding/yaml"
 
-	"github.com/facets-dev/facets/compiler/diag"
+	"github.com/facets-dev/facets/internal/diag"
 )
 
 // Finding codes reported by validation.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/facets-dev/facets/runtime/surface"
 	"strconv"
 	"strings"
 	"time"
@@ -20,8 +21,6 @@ var (
 	ErrTooOld           = errors.New("herdr is too old")
 	ErrNotInHerdr       = errors.New("not running inside a Herdr pane (HERDR_ENV=1 and HERDR_WORKSPACE_ID are required)")
 	ErrServerNotRunning = errors.New("no Herdr server is running")
-	ErrTabIDMissing     = errors.New("herdr tab create response did not contain a tab ID; automatic cleanup is unavailable")
-	ErrSecretOnArgv     = errors.New("refusing to put a secret on a command line")
 	// ErrLaunchPending is an agent start that ran out of time while Herdr
 	// still counted the launch as pending (launch_pending, not
 	// interactive_ready), whatever state Pi itself reported: herdr's own
@@ -292,25 +291,7 @@ func checkEnvVar(v EnvVar) error {
 // TabLabel is the tab label for a Sub title: "↳ pi · " and the title with
 // control characters blanked, whitespace collapsed and at most 48 runes.
 func TabLabel(title string) string {
-	return "↳ pi · " + NormalizeTitle(title)
-}
-
-// NormalizeTitle makes a title fit for a tab label and an agent name.
-func NormalizeTitle(title string) string {
-	title = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, title)
-	title = strings.Join(strings.Fields(title), " ")
-	if r := []rune(title); len(r) > 48 {
-		title = strings.TrimSpace(string(r[:48]))
-	}
-	if title == "" {
-		return "delegated task"
-	}
-	return title
+	return "↳ pi · " + surface.NormalizeTitle(title)
 }
 
 // validAgentName reports whether name matches Herdr's agent-name rule,
@@ -326,21 +307,6 @@ func validAgentName(name string) bool {
 		}
 	}
 	return true
-}
-
-// AgentName is the Herdr agent name of a run: "sub-" and the first 20 of
-// the run ID's characters Herdr allows in a name.
-func AgentName(runID string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(runID) {
-		if b.Len() == 20 {
-			break
-		}
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
-			b.WriteRune(r)
-		}
-	}
-	return "sub-" + b.String()
 }
 
 // StartAgent runs `herdr agent start NAME --kind pi` in the tab's root pane.
@@ -454,7 +420,7 @@ type Token struct{ Key, Value string }
 
 // Tokens are the facets_* tokens of m, in a fixed order. Empty values are
 // left out: Herdr would read them as "clear this token".
-func (m Metadata) Tokens() []Token {
+func Tokens(m Metadata) []Token {
 	all := []Token{
 		{"facets_role", "sub"},
 		{"facets_main_session", m.MainSession},
@@ -513,7 +479,7 @@ func (c *CLI) ReportMetadata(ctx context.Context, h Handle, m Metadata) error {
 	if h.PaneID == "" {
 		return fmt.Errorf("herdr %s: no pane", command)
 	}
-	tokens := m.Tokens()
+	tokens := Tokens(m)
 	if err := checkTokens(tokens); err != nil {
 		return fmt.Errorf("herdr %s: %w", command, err)
 	}

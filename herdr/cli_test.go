@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/facets-dev/facets/runtime/surface"
 	"maps"
 	"os"
 	"path/filepath"
@@ -40,7 +41,7 @@ func launchSteps(t *testing.T, f *fixture) Handle {
 		err = f.cli.ReportMetadata(ctx, h, Metadata{MainSession: "main-session-1", RunID: testRunID, Profile: "reviewer"})
 	}
 	if err == nil {
-		h, err = f.cli.StartAgent(ctx, h, AgentSpec{Name: AgentName(testRunID), Args: []string{"--no-session"}})
+		h, err = f.cli.StartAgent(ctx, h, AgentSpec{Name: surface.AgentName(testRunID), Args: []string{"--no-session"}})
 	}
 	if err == nil {
 		var st AgentState
@@ -277,10 +278,10 @@ func TestExecRunnerReportsExitCodes(t *testing.T) {
 }
 
 func TestAgentNameAndLabel(t *testing.T) {
-	if got := AgentName(testRunID); got != "sub-3f2a9c1e-77b0-4d5a-9" {
+	if got := surface.AgentName(testRunID); got != "sub-3f2a9c1e-77b0-4d5a-9" {
 		t.Errorf("AgentName = %q", got)
 	}
-	if got := AgentName("Ä.B/C"); got != "sub-bc" {
+	if got := surface.AgentName("Ä.B/C"); got != "sub-bc" {
 		t.Errorf("AgentName = %q", got)
 	}
 	long := strings.Repeat("é", 60)
@@ -357,10 +358,10 @@ func TestHerdrBinPathFindsHerdrOffPATH(t *testing.T) {
 func TestMetadataTokens(t *testing.T) {
 	m := Metadata{MainSession: "main-1", RunID: "run-1", Profile: "reviewer"}
 	want := []Token{{"facets_role", "sub"}, {"facets_main_session", "main-1"}, {"facets_run_id", "run-1"}, {"facets_profile", "reviewer"}}
-	if diff := cmp.Diff(want, m.Tokens()); diff != "" {
+	if diff := cmp.Diff(want, Tokens(m)); diff != "" {
 		t.Errorf("Tokens (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]Token{{"facets_role", "sub"}, {"facets_run_id", "run-1"}}, Metadata{RunID: "run-1"}.Tokens()); diff != "" {
+	if diff := cmp.Diff([]Token{{"facets_role", "sub"}, {"facets_run_id", "run-1"}}, Tokens(Metadata{RunID: "run-1"})); diff != "" {
 		t.Errorf("empty values must be left out (-want +got):\n%s", diff)
 	}
 	many := make([]Token, 17)
@@ -535,7 +536,7 @@ func TestStartAgentLaunchPending(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = f.cli.StartAgent(ctx, h, AgentSpec{Name: AgentName(testRunID)})
+			_, err = f.cli.StartAgent(ctx, h, AgentSpec{Name: surface.AgentName(testRunID)})
 			msg := fmt.Sprint(err)
 			if !errors.Is(err, ErrLaunchPending) || !strings.Contains(msg, "launch_pending") || !strings.Contains(msg, timeouts.Ready.String()) || !strings.Contains(msg, "3853") {
 				t.Errorf("StartAgent = %v; want ErrLaunchPending naming launch_pending, the %s timeout and Herdr issue 3853", err, timeouts.Ready)
@@ -576,7 +577,7 @@ func TestNewerHerdrIsAccepted(t *testing.T) {
 			if err := f.cli.ReportMetadata(ctx, h, Metadata{MainSession: "m", RunID: testRunID, Profile: "p"}); err != nil {
 				t.Fatalf("ReportMetadata: %v", err)
 			}
-			if h, err = f.cli.StartAgent(ctx, h, AgentSpec{Name: AgentName(testRunID)}); err != nil {
+			if h, err = f.cli.StartAgent(ctx, h, AgentSpec{Name: surface.AgentName(testRunID)}); err != nil {
 				t.Fatalf("StartAgent: %v", err)
 			}
 			if _, err := f.cli.Prompt(ctx, h, "hello"); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/facets-dev/facets/runtime/surface"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -46,8 +47,14 @@ func BinaryPath(override string, getenv func(string) string) string {
 	return "herdr"
 }
 
-// ErrNotInstalled reports that no herdr executable could be found.
-var ErrNotInstalled = errors.New("herdr is not installed")
+// ErrNotInstalled reports that no herdr executable could be found; it is a
+// surface.ErrUnavailable.
+var ErrNotInstalled error = notInstalled{}
+
+type notInstalled struct{}
+
+func (notInstalled) Error() string        { return "herdr is not installed" }
+func (notInstalled) Is(target error) bool { return target == surface.ErrUnavailable }
 
 // ExecRunner runs the herdr executable as a child process.
 type ExecRunner struct {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/facets-dev/facets/compiler/diag"
+	"github.com/facets-dev/facets/internal/diag"
 	"github.com/facets-dev/facets/internal/safefile/safefiletest"
 )
 

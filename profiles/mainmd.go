@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/facets-dev/facets/compiler/diag"
+	"github.com/facets-dev/facets/internal/diag"
 )
 
 // MainFile is one non-empty MAIN.md orchestration-policy file.

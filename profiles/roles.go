@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/facets-dev/facets/compiler/diag"
+	"github.com/facets-dev/facets/internal/diag"
 	"github.com/facets-dev/facets/internal/envvar"
 	"github.com/facets-dev/facets/internal/frontmatter"
 	"github.com/facets-dev/facets/internal/safefile"

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/facets-dev/facets/compiler/diag"
+	"github.com/facets-dev/facets/internal/diag"
 	"github.com/google/go-cmp/cmp"
 )
 

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/facets-dev/facets/compiler/diag"
+	"github.com/facets-dev/facets/internal/diag"
 	"github.com/facets-dev/facets/internal/safefile"
 )
 

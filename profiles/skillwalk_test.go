@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/facets-dev/facets/compiler/diag"
+	"github.com/facets-dev/facets/internal/diag"
 	"github.com/facets-dev/facets/internal/safefile/safefiletest"
 )
 

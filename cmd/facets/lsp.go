@@ -4,7 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/facets-dev/facets/compiler"
-	"github.com/facets-dev/facets/compiler/lsp"
+	"github.com/facets-dev/facets/internal/lsp"
 )
 
 func newLSPCmd(a *app) *cobra.Command {

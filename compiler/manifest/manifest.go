@@ -13,11 +13,20 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/facets-dev/facets/compiler/diag"
+	"github.com/facets-dev/facets/internal/diag"
 )
 
 // Version is the format version of the launch manifest.
 const Version = 1
+
+// OriginManual is the origin of a run a user started with a profile
+// command (/sub:<name>), in run records and channel manifests.
+const OriginManual = "manual"
+
+// ManualMainGuidance is what the Main is told wherever it meets a
+// user-invoked specialist (a listing, a delivery): the routing rule of
+// manual profiles.
+const ManualMainGuidance = "User-invoked specialists were started by the user for a specific purpose. Interpret their findings, make fixes and ask related follow-ups, but do not assign them unrelated tasks or use them in place of general consulting profiles."
 
 // Manifest is the frozen result of a compile: the resolved catalog of
 // profiles with their launch snapshots, the role catalog, the MAIN.md

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/facets-dev/facets/compiler/diag"
+	"github.com/facets-dev/facets/internal/diag"
 )
 
 func sample() *Manifest {

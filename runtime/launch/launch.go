@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/facets-dev/facets/compiler/manifest"
-	"github.com/facets-dev/facets/herdr"
 	"github.com/facets-dev/facets/internal/envvar"
+	"github.com/facets-dev/facets/runtime/surface"
 )
 
 // RoleSub is the value of envvar.Role, with envvar.Channel, in a Sub Pi's
@@ -105,17 +105,17 @@ func (s Spec) Args() []string {
 
 // Env returns the tab environment Facets sets itself; OpenTab appends
 // PI_FACETS_TOKEN_FILE so the token stays off every command line.
-func Env(channelDir string) []herdr.EnvVar {
-	return []herdr.EnvVar{{Name: envvar.Role, Value: RoleSub}, {Name: envvar.Channel, Value: channelDir}}
+func Env(channelDir string) []surface.EnvVar {
+	return []surface.EnvVar{{Name: envvar.Role, Value: RoleSub}, {Name: envvar.Channel, Value: channelDir}}
 }
 
 // SessionName is the Sub's --name: "[sub] <title>" or, for user-invoked
 // runs, "[sub:manual] <title>", with the title normalized as a tab label.
 func SessionName(title string, manual bool) string {
 	if manual {
-		return "[sub:manual] " + herdr.NormalizeTitle(title)
+		return "[sub:manual] " + surface.NormalizeTitle(title)
 	}
-	return "[sub] " + herdr.NormalizeTitle(title)
+	return "[sub] " + surface.NormalizeTitle(title)
 }
 
 // IsMCPTool reports whether a tool belongs to Pi's MCP support, which Sub

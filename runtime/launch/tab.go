@@ -7,8 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/facets-dev/facets/herdr"
 	"github.com/facets-dev/facets/internal/envvar"
+	"github.com/facets-dev/facets/runtime/surface"
 )
 
 // TabRequest is everything needed to open a Sub in a new tab.
@@ -18,14 +18,14 @@ type TabRequest struct {
 	Cwd   string
 	// Env is set in the tab; it appears on herdr's command line, so it must
 	// hold no secret (PI_FACETS_TOKEN is refused).
-	Env []herdr.EnvVar
+	Env []surface.EnvVar
 	// TokenFile is the absolute path of a file, readable by its owner
 	// only, that holds the Sub's capability token. Only the path travels,
 	// as PI_FACETS_TOKEN_FILE.
 	TokenFile string
 	// Args are the pi arguments.
 	Args     []string
-	Metadata herdr.Metadata
+	Metadata surface.Metadata
 	// Prompt is the first prompt: a short fixed text, at most
 	// herdr.MaxPromptBytes, since herdr takes it on its command line. The task
 	// itself must travel privately (the runtime puts it in the channel).
@@ -36,7 +36,7 @@ type TabRequest struct {
 // rollback close failed too. The tab may still be open: keep Handle and
 // retry CloseTab.
 type CleanupError struct {
-	Handle  herdr.Handle
+	Handle  surface.Handle
 	Launch  error
 	Cleanup error
 }
@@ -53,36 +53,36 @@ func (e *CleanupError) Unwrap() []error { return []error{e.Launch, e.Cleanup} }
 // Herdr keeps metadata tokens on the terminal, not the agent: a Sub is then
 // never shown (or missed by the visibility filter) while it starts. Once a tab exists, any failure or cancellation of
 // ctx closes it again using a context that is not cancelled; when that close
-// fails too the error is a *CleanupError carrying the herdr.Handle. On success the
-// herdr.Handle names tab, pane and agent.
-func OpenTab(ctx context.Context, s herdr.Surface, req TabRequest) (herdr.Handle, error) {
+// fails too the error is a *CleanupError carrying the surface.Handle. On success the
+// surface.Handle names tab, pane and agent.
+func OpenTab(ctx context.Context, s surface.Surface, req TabRequest) (surface.Handle, error) {
 	if err := ctx.Err(); err != nil {
-		return herdr.Handle{}, fmt.Errorf("herdr launch: %w", err)
+		return surface.Handle{}, fmt.Errorf("herdr launch: %w", err)
 	}
 	if err := checkTokenFile(req.TokenFile); err != nil {
-		return herdr.Handle{}, fmt.Errorf("herdr launch: %w", err)
+		return surface.Handle{}, fmt.Errorf("herdr launch: %w", err)
 	}
-	env := make([]herdr.EnvVar, 0, len(req.Env)+1)
+	env := make([]surface.EnvVar, 0, len(req.Env)+1)
 	for _, v := range req.Env {
 		if v.Name == envvar.Token || v.Name == envvar.TokenFile {
-			return herdr.Handle{}, fmt.Errorf("herdr launch: %w: %s must not be set in Env", herdr.ErrSecretOnArgv, v.Name)
+			return surface.Handle{}, fmt.Errorf("herdr launch: %w: %s must not be set in Env", surface.ErrSecretOnArgv, v.Name)
 		}
 		env = append(env, v)
 	}
-	env = append(env, herdr.EnvVar{Name: envvar.TokenFile, Value: req.TokenFile})
+	env = append(env, surface.EnvVar{Name: envvar.TokenFile, Value: req.TokenFile})
 
-	h, err := s.CreateTab(ctx, herdr.TabSpec{Cwd: req.Cwd, Title: req.Title, Env: env})
+	h, err := s.CreateTab(ctx, surface.TabSpec{Cwd: req.Cwd, Title: req.Title, Env: env})
 	if h.TabID == "" {
 		if err == nil {
-			err = herdr.ErrTabIDMissing
+			err = surface.ErrTabIDMissing
 		}
-		return herdr.Handle{}, fmt.Errorf("herdr launch: %w", err)
+		return surface.Handle{}, fmt.Errorf("herdr launch: %w", err)
 	}
 	steps := []func() error{
 		func() error { return err },
 		func() error { return s.ReportMetadata(ctx, h, req.Metadata) },
 		func() error {
-			started, err := s.StartAgent(ctx, h, herdr.AgentSpec{Name: herdr.AgentName(req.RunID), Args: req.Args})
+			started, err := s.StartAgent(ctx, h, surface.AgentSpec{Name: surface.AgentName(req.RunID), Args: req.Args})
 			if err == nil {
 				h = started
 			}
@@ -111,11 +111,11 @@ func OpenTab(ctx context.Context, s herdr.Surface, req TabRequest) (herdr.Handle
 
 // rollback closes a half-launched tab. The caller's ctx may be the reason
 // for the rollback, so its cancellation must not stop the close.
-func rollback(ctx context.Context, s herdr.Surface, h herdr.Handle, cause error) (herdr.Handle, error) {
+func rollback(ctx context.Context, s surface.Surface, h surface.Handle, cause error) (surface.Handle, error) {
 	if cerr := s.CloseTab(context.WithoutCancel(ctx), h); cerr != nil {
 		return h, &CleanupError{Handle: h, Launch: cause, Cleanup: cerr}
 	}
-	return herdr.Handle{}, fmt.Errorf("herdr launch (tab %s closed): %w", h.TabID, cause)
+	return surface.Handle{}, fmt.Errorf("herdr launch (tab %s closed): %w", h.TabID, cause)
 }
 
 // checkTokenFile insists on an owner-only regular file, so moving the token

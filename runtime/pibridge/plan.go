@@ -12,11 +12,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/facets-dev/facets/compiler/diag"
 	"github.com/facets-dev/facets/compiler/manifest"
+	"github.com/facets-dev/facets/internal/diag"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
-	"github.com/facets-dev/facets/runtime/subs"
 )
 
 // Prompt section keys. They are the keys TypeScript Facets uses, so a
@@ -259,7 +258,7 @@ const ManualSubGuidance = "The user invoked this Sub directly through its profil
 // profile's instructions.
 func SubPlan(rawProfile json.RawMessage, origin string) Plan {
 	protocol := SubProtocol
-	if origin == subs.OriginManual {
+	if origin == manifest.OriginManual {
 		protocol += "\n\n" + ManualSubGuidance
 	}
 	p := Plan{Role: "sub", Sections: map[string]string{SectionSubProtocol: protocol, SectionProfile: ""},

@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/facets-dev/facets/compiler/diag"
 	"github.com/facets-dev/facets/compiler/manifest"
+	"github.com/facets-dev/facets/internal/diag"
 	"github.com/facets-dev/facets/internal/golden"
 )
 

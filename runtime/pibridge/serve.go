@@ -16,9 +16,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/internal/safefile"
 	"github.com/facets-dev/facets/runtime/channel"
-	"github.com/facets-dev/facets/runtime/subs"
 )
 
 // ServeOptions selects the side a Serve loop works for.
@@ -399,14 +399,14 @@ func (s *server) submit(d channel.Delivery) error {
 			tail = "This Sub has already closed; this is a retained final delivery."
 		}
 		head := "[Facets Sub message]\n"
-		if man.Origin == subs.OriginManual {
+		if man.Origin == manifest.OriginManual {
 			var p struct{ Name, Description string }
 			_ = json.Unmarshal(man.Profile, &p)
 			head += "[User-invoked specialist: " + p.Name + "]\n"
 			if p.Description != "" {
 				head += "Purpose: " + p.Description + "\n"
 			}
-			head += subs.ManualMainGuidance + "\n"
+			head += manifest.ManualMainGuidance + "\n"
 		}
 		body = fmt.Sprintf("%sSub '%s' (%s) says:\n%s\n\n%s", head, man.Title, m.RunID, m.Text, tail)
 	} else {

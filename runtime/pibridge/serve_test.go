@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/runtime/channel"
-	"github.com/facets-dev/facets/runtime/subs"
 )
 
 // bridge drives Serve the way the extension does: JSON lines both ways.
@@ -366,7 +366,7 @@ func TestServeMainManualRun(t *testing.T) {
 	b := startServe(t, ServeOptions{Role: "main", Root: root, MainSession: "m", Discover: 50 * time.Millisecond})
 	b.send(request{Op: "ready"})
 	want := channel.FormatDeliveryHeader(m.Receipt()) + "[Facets Sub message]\n[User-invoked specialist: review]\nPurpose: MR review\n" +
-		subs.ManualMainGuidance + "\nSub 'review' (" + m.RunID + ") says:\nfound 2 bugs\n\n" +
+		manifest.ManualMainGuidance + "\nSub 'review' (" + m.RunID + ") says:\nfound 2 bugs\n\n" +
 		"Use talk with runId '" + m.RunID + "' to respond, or close_sub when the delivery is accepted and no more work is needed."
 	if d := b.next("delivery"); d.Text != want {
 		t.Errorf("delivery = %q, want %q", d.Text, want)

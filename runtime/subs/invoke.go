@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/facets-dev/facets/herdr"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
+	"github.com/facets-dev/facets/runtime/surface"
 )
 
 // Invoke runs a user profile command (/sub:<profile> [task]) with the
@@ -110,12 +110,12 @@ func (rt *Runtime) boundRun(mainSessionID, profile string) (*Run, error) {
 // A tab that is not confirmed as this run's pane (ids restart in a fresh
 // Herdr server) counts as closed, never as the Sub.
 func (rt *Runtime) checkReusable(ctx context.Context, run *Run) (bool, error) {
-	own := herdr.TabUncertain
+	own := surface.TabUncertain
 	if run.handle().TabID != "" {
 		own, _ = rt.Surface.Owned(ctx, run.handle(), run.RunID)
 	}
 	if !channelExists(run) {
-		if own != herdr.TabGone {
+		if own != surface.TabGone {
 			return false, errors.New("The existing Sub channel is missing and its tab is not confirmed closed; refusing to open the session twice.")
 		}
 		return false, rt.markClosed(run)
@@ -123,12 +123,12 @@ func (rt *Runtime) checkReusable(ctx context.Context, run *Run) (bool, error) {
 	if run.Launching() {
 		return false, errors.New("Cannot verify the existing Sub is available. Close its tab before retrying; no duplicate session was created.")
 	}
-	if own == herdr.TabPresent {
-		if st, _ := rt.Surface.Status(ctx, run.handle()); st != herdr.StatusUnknown && st != "" {
+	if own == surface.TabPresent {
+		if st, _ := rt.Surface.Status(ctx, run.handle()); st != surface.StatusUnknown && st != "" {
 			return true, nil
 		}
 	}
-	if own != herdr.TabGone {
+	if own != surface.TabGone {
 		return false, errors.New("Cannot verify the existing Sub is available. Close its tab before retrying; no duplicate session was created.")
 	}
 	return false, rt.markClosed(run)

@@ -2,6 +2,7 @@ package subs
 
 import (
 	"context"
+	"github.com/facets-dev/facets/compiler/manifest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,7 +44,7 @@ func (f *fixture) countCommand(name string) int {
 func TestBindingsSurviveNewProcesses(t *testing.T) {
 	f := newFixture(t)
 	created := f.mustInvoke(mainID, "review", "Review MR 42")
-	if created.Action != "created" || created.Origin != OriginManual || created.Title != "review" {
+	if created.Action != "created" || created.Origin != manifest.OriginManual || created.Title != "review" {
 		t.Fatalf("first invocation = %+v", created)
 	}
 	if got := InvocationText(created); got != "created: review · "+created.RunID[:8] {

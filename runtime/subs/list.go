@@ -3,19 +3,16 @@ package subs
 import (
 	"context"
 	"fmt"
+	"github.com/facets-dev/facets/compiler/manifest"
 	"os"
 	"slices"
 	"sort"
 	"strings"
 
-	"github.com/facets-dev/facets/herdr"
 	"github.com/facets-dev/facets/internal/termesc"
 	"github.com/facets-dev/facets/runtime/channel"
+	"github.com/facets-dev/facets/runtime/surface"
 )
-
-// ManualMainGuidance is appended to a listing that shows a user-invoked
-// specialist: it restates the routing rule of manual profiles for Main.
-const ManualMainGuidance = "User-invoked specialists were started by the user for a specific purpose. Interpret their findings, make fixes and ask related follow-ups, but do not assign them unrelated tasks or use them in place of general consulting profiles."
 
 // OpenSub is one open run in a listing, with Herdr's live status.
 type OpenSub struct {
@@ -83,7 +80,7 @@ func (l Listing) Text() string {
 	manual := false
 	for _, o := range l.Open {
 		fmt.Fprintf(&b, "- %s %s %s <%s, %s", esc(o.Status), esc(short(o.RunID)), esc(o.Title), esc(o.Profile), esc(o.SessionPersistence))
-		if o.Origin == OriginManual {
+		if o.Origin == manifest.OriginManual {
 			manual = true
 			b.WriteString(", user-invoked specialist")
 		}
@@ -99,7 +96,7 @@ func (l Listing) Text() string {
 			// delegate resumes only with the profile the session ran.
 			kind = "profile " + esc(r.ProfileName) + ", " + kind
 		}
-		if r.Origin == OriginManual {
+		if r.Origin == manifest.OriginManual {
 			manual = true
 			kind = "user-invoked; resume via user command"
 			if r.ProfileName != "" {
@@ -116,7 +113,7 @@ func (l Listing) Text() string {
 		b.WriteString(hidden + "\n")
 	}
 	if manual {
-		b.WriteString("\n" + ManualMainGuidance + "\n")
+		b.WriteString("\n" + manifest.ManualMainGuidance + "\n")
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }
@@ -140,13 +137,13 @@ func (rt *Runtime) List(ctx context.Context, mainSessionID string, all bool) (Li
 		if !r.Open() {
 			continue
 		}
-		status := string(herdr.StatusUnknown)
+		status := string(surface.StatusUnknown)
 		if r.Launching() {
 			status = "launching"
 		} else {
 			status = rt.liveStatus(ctx, r)
 		}
-		if !all && !r.Persistent() && (status == string(herdr.StatusIdle) || status == string(herdr.StatusUnknown)) {
+		if !all && !r.Persistent() && (status == string(surface.StatusIdle) || status == string(surface.StatusUnknown)) {
 			l.Hidden++
 			continue
 		}
@@ -189,16 +186,16 @@ const (
 func (rt *Runtime) liveStatus(ctx context.Context, r *Run) string {
 	h := r.handle()
 	if h.TabID == "" {
-		return string(herdr.StatusUnknown)
+		return string(surface.StatusUnknown)
 	}
 	switch own, _ := rt.Surface.Owned(ctx, h, r.RunID); own {
-	case herdr.TabGone:
+	case surface.TabGone:
 		return StatusGone
-	case herdr.TabUncertain:
-		return string(herdr.StatusUnknown)
+	case surface.TabUncertain:
+		return string(surface.StatusUnknown)
 	}
 	st, err := rt.Surface.State(ctx, h)
-	if err != nil || st.Status != herdr.StatusIdle {
+	if err != nil || st.Status != surface.StatusIdle {
 		return string(st.Status)
 	}
 	if ch, err := openChannel(r); err == nil {
@@ -207,7 +204,7 @@ func (rt *Runtime) liveStatus(ctx context.Context, r *Run) string {
 			return StatusQueued
 		}
 		if _, ok, err := ch.ActiveTurn(); err == nil && ok {
-			return string(herdr.StatusWorking)
+			return string(surface.StatusWorking)
 		}
 	}
 	if h.PromptSeq != nil && *h.PromptSeq == st.Seq {
@@ -296,7 +293,7 @@ func (rt *Runtime) findResumable(mainSessionID, ref string, manual bool, profile
 	}
 	var match []Resumable
 	for _, r := range all {
-		if (r.Origin == OriginManual) != manual {
+		if (r.Origin == manifest.OriginManual) != manual {
 			continue
 		}
 		if r.SessionID == ref {

@@ -18,17 +18,14 @@ import (
 	"time"
 
 	"github.com/facets-dev/facets/compiler/manifest"
-	"github.com/facets-dev/facets/herdr"
 	"github.com/facets-dev/facets/internal/termesc"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
+	"github.com/facets-dev/facets/runtime/surface"
 )
 
 // MaxOpenSubs is how many Subs one Main may have open at once.
 const MaxOpenSubs = 4
-
-// OriginManual marks runs started by a user profile command (/sub:<name>).
-const OriginManual = "manual"
 
 // DefaultCloseReason is written to close.json when the caller gives none.
 const DefaultCloseReason = "The Main closed the Sub session."
@@ -40,8 +37,8 @@ const tokenFileName = "token"
 
 // Runtime executes Sub operations for Main sessions.
 type Runtime struct {
-	// Surface is Herdr (a herdr.CLI in production).
-	Surface herdr.Surface
+	// Surface is where Subs live: Herdr (a herdr.CLI, wired by cmd/facets).
+	Surface surface.Surface
 	// Store holds runs and bindings.
 	Store Store
 	// ChannelRoot is where channels are created (channel.RuntimeRoot()).
@@ -155,10 +152,10 @@ func (rt *Runtime) Delegate(ctx context.Context, req DelegateRequest) (Delegatio
 // delegate launches or resumes p, the request's profile with its tool
 // extensions already resolved; req.Profile and req.ToolSources are not read.
 func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p manifest.Profile) (Delegation, error) {
-	title := herdr.NormalizeTitle(req.Title)
+	title := surface.NormalizeTitle(req.Title)
 	task := req.Task
 	if req.Manual {
-		title = herdr.NormalizeTitle(p.Name)
+		title = surface.NormalizeTitle(p.Name)
 		task = launch.ManualTask(p.Name, req.Task)
 	}
 	cwd, resumeID, err := rt.delegateCwd(req, p)
@@ -166,7 +163,7 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p manifest
 		return Delegation{}, err
 	}
 	if err := rt.Surface.Check(ctx); err != nil {
-		if errors.Is(err, herdr.ErrNotInstalled) {
+		if errors.Is(err, surface.ErrUnavailable) {
 			return Delegation{}, err // already one sentence that says where to get Herdr
 		}
 		return Delegation{}, fmt.Errorf("Facets requires Herdr, but the Herdr adapter is unavailable: %w", err)
@@ -193,7 +190,7 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p manifest
 		Env:       launch.Env(ch.Dir()),
 		TokenFile: tokenFile,
 		Args:      spec.Args(),
-		Metadata:  herdr.Metadata{MainSession: req.MainSessionID, RunID: run.RunID, Profile: p.Name},
+		Metadata:  surface.Metadata{MainSession: req.MainSessionID, RunID: run.RunID, Profile: p.Name},
 		// The task is in the channel manifest; see launch.KickoffPrompt.
 		Prompt: launch.KickoffPrompt,
 	})
@@ -319,7 +316,7 @@ func (rt *Runtime) reserve(req DelegateRequest, p manifest.Profile, title, task,
 	}
 	m := channel.Manifest{RunID: channel.NewID(), MainSessionID: req.MainSessionID, Title: title, Task: task, Cwd: cwd, Profile: profile}
 	if req.Manual {
-		m.Origin = OriginManual
+		m.Origin = manifest.OriginManual
 	}
 	ch, err := channel.Create(rt.ChannelRoot, m)
 	if err != nil {
@@ -595,11 +592,11 @@ func (rt *Runtime) Close(ctx context.Context, mainSessionID, ref, reason string)
 	if h := run.handle(); h.TabID != "" {
 		own, err := rt.Surface.Owned(ctx, h, run.RunID)
 		switch {
-		case own == herdr.TabPresent:
+		case own == surface.TabPresent:
 			if err := rt.Surface.CloseTab(ctx, h); err != nil {
 				return Closure{}, fmt.Errorf("close Sub %s (run %s stays open): %w", run.Title, run.RunID, err)
 			}
-		case own == herdr.TabUncertain:
+		case own == surface.TabUncertain:
 			return Closure{}, fmt.Errorf("close Sub %s (run %s stays open): cannot confirm tab %s is still this Sub's: %w", run.Title, run.RunID, h.TabID, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/facets-dev/facets/compiler/manifest"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,9 +12,9 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/facets-dev/facets/herdr"
 	"github.com/facets-dev/facets/internal/safefile"
 	"github.com/facets-dev/facets/runtime/channel"
+	"github.com/facets-dev/facets/runtime/surface"
 )
 
 // RunVersion is the format version of a stored Run.
@@ -54,7 +55,7 @@ type Run struct {
 // fields are stored inline beside "adapter".
 type Surface struct {
 	Adapter string `json:"adapter"`
-	herdr.Handle
+	surface.Handle
 }
 
 // Open reports whether the run holds one of the Main's open-Sub slots.
@@ -64,14 +65,14 @@ func (r *Run) Open() bool { return r.ClosedAt == 0 }
 func (r *Run) Launching() bool { return r.LaunchPID != 0 }
 
 // Manual reports whether the run was started by a user profile command.
-func (r *Run) Manual() bool { return r.Origin == OriginManual }
+func (r *Run) Manual() bool { return r.Origin == manifest.OriginManual }
 
 // Persistent reports whether the Sub's Pi session is saved and resumable.
 func (r *Run) Persistent() bool { return r.SessionPersistence == "persistent" }
 
-func (r *Run) handle() herdr.Handle {
+func (r *Run) handle() surface.Handle {
 	if r.Surface == nil {
-		return herdr.Handle{}
+		return surface.Handle{}
 	}
 	return r.Surface.Handle
 }
