@@ -66,6 +66,8 @@ func TestDecideTrust(t *testing.T) {
 		flag     *bool
 		pi       *bool    // Pi's answer, ctx.isProjectTrusted()
 		files    []string // made under ROOT (a trailing / makes a folder)
+		cwd      string   // under ROOT; default p/q
+		relHome  bool     // HOME (ROOT/home) given relative to the process's directory
 		trust    string   // trust.json; ROOT is replaced by the temp dir
 		settings string
 		want     Trust
@@ -93,7 +95,9 @@ func TestDecideTrust(t *testing.T) {
 		{name: "pi yes with .pi/skills/", pi: &yes, files: []string{"p/q/.pi/skills/"}, want: Trust{Trusted: true, Reason: "pi"}},
 		{name: "pi yes with ancestor .agents/skills", pi: &yes, files: []string{"p/.agents/skills/"}, want: Trust{Trusted: true, Reason: "pi"}},
 		{name: "ancestor .pi/settings.json is not pi's", pi: &yes, files: []string{"p/.pi/settings.json"}, want: Trust{Reason: "default"}},
-		{name: "home .agents/skills is not pi's", pi: &yes, files: []string{"home/.agents/skills/"}, want: Trust{Reason: "default"}},
+		{name: "home .agents/skills is not pi's", pi: &yes, files: []string{"home/.agents/skills/"}, cwd: "home/p", want: Trust{Reason: "default"}},
+		{name: "home .agents/skills with a relative HOME", pi: &yes, files: []string{"home/.agents/skills/"}, cwd: "home/p", relHome: true, want: Trust{Reason: "default"}},
+		{name: "a project's .agents/skills under home is pi's", pi: &yes, files: []string{"home/p/.agents/skills/"}, cwd: "home/p", want: Trust{Trusted: true, Reason: "pi"}},
 		{name: "flag beats pi", flag: &no, pi: &yes, files: []string{"p/q/.pi/settings.json"}, want: Trust{Reason: "flag"}},
 		{name: "malformed trust.json", trust: `{"ROOT/p": tru`, wantErr: "trust.json"},
 		{name: "malformed settings", settings: `[`, wantErr: "settings.json"},
@@ -132,13 +136,18 @@ func TestDecideTrust(t *testing.T) {
 					os.WriteFile(path, []byte("{}"), 0o644)
 				}
 			}
-			// home is outside p, so ~/.agents/skills is checked on its own
-			// (the case "home .agents/skills" puts home on cwd's path).
 			home := filepath.Join(root, "home")
-			if strings.HasPrefix(tc.name, "home ") {
-				home = filepath.Join(root, "p", "q", "home")
-				os.MkdirAll(filepath.Join(home, ".agents", "skills"), 0o755)
-				cwd = home
+			if tc.relHome {
+				wd, _ := os.Getwd()
+				if home, err = filepath.Rel(wd, home); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.cwd != "" {
+				cwd = filepath.Join(root, tc.cwd)
+				if err := os.MkdirAll(cwd, 0o755); err != nil {
+					t.Fatal(err)
+				}
 			}
 			got, err := DecideTrust(Env{AgentDir: agent, Cwd: cwd, Home: home}, tc.flag, tc.pi)
 			if expectErr(t, err, tc.wantErr) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"unicode"
@@ -86,10 +87,23 @@ func PiAsksTrust(env Env) bool {
 			return true
 		}
 	}
-	var userSkills string
-	if env.Home != "" {
-		userSkills = filepath.Join(canonical(env.Home), ".agents", "skills")
+	// Pi skips ~/.agents/skills, with ~ from $HOME or else the account's
+	// home. Without a home facets cannot tell that folder from a project's,
+	// so it counts no .agents/skills (no decision: the safe reading).
+	home := env.Home
+	if home == "" {
+		if u, err := user.Current(); err == nil {
+			home = u.HomeDir
+		}
 	}
+	if home == "" {
+		return false
+	}
+	home, err := filepath.Abs(home)
+	if err != nil {
+		return false
+	}
+	userSkills := filepath.Join(canonical(home), ".agents", "skills")
 	for _, dir := range Ancestors(cwd) {
 		skills := filepath.Join(dir, ".agents", "skills")
 		if skills == userSkills {

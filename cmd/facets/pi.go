@@ -146,7 +146,9 @@ func newPiPlanCmd(a *app) *cobra.Command {
 				}
 				plan = pibridge.MainPlan(m, ds, profile)
 				plan.DefaultThinking(func(model string) string {
-					return profiles.DefaultThinkingLevel(profiles.Env{AgentDir: m.AgentDir, Cwd: m.Cwd}, model, src.piTrust != nil && *src.piTrust)
+					// A Sub loads the project's settings when it is launched with
+					// --approve: when the project is trusted.
+					return profiles.DefaultThinkingLevel(profiles.Env{AgentDir: m.AgentDir, Cwd: m.Cwd}, model, m.Trust.Trusted)
 				})
 				plan.Serve = pibridge.HasRuns(channel.RuntimeRoot(a.getenv), mainSession)
 				if warning != "" {

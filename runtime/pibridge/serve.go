@@ -196,7 +196,11 @@ func (s *server) handle(req request) {
 		if err != nil || r.Direction != s.dir {
 			return // not one of ours: a user may quote a header
 		}
-		_ = s.receipts.Record(r)
+		if err := s.receipts.Record(r); err != nil {
+			// The message is in the conversation: offering it again would
+			// duplicate it, so it stays in flight and the failure is said.
+			s.problem(fmt.Sprintf("cannot record the receipt of message %s: %v", r.MessageID, err))
+		}
 		if c := s.channel(r.RunID); c != nil && s.isReady() {
 			s.w.Add(c) // wakes the channel so the inbox file goes now
 		}
