@@ -454,6 +454,8 @@ type piEnv struct {
 	// dir, when set, is where Pi starts instead of work (a subdirectory).
 	dir string
 	env []string
+	// extra are more -e extensions for Pi (extensions()).
+	extra []string
 }
 
 // cwd is the directory Pi starts in.

@@ -37,6 +37,21 @@ func (e *piEnv) evilRepo() {
 	}
 }
 
+// trustYes installs a user extension that answers Pi's project_trust
+// event "yes" for this run, without remembering it (no trust.json entry).
+func (e *piEnv) trustYes() {
+	e.t.Helper()
+	path := filepath.Join(e.home, "trust-yes.ts")
+	writeFile(e.t, path, "export default function (pi: any) { pi.on(\"project_trust\", async () => ({ trusted: \"yes\" })); }\n")
+	e.extra = append(e.extra, "-e", path)
+}
+
+// extensions is the start of a Pi command line: the bridge and whatever
+// extensions the test added.
+func (e *piEnv) extensions() []string {
+	return append([]string{"--no-extensions", "-e", e.bridge}, e.extra...)
+}
+
 // checkLoaded fails unless the one model request's system prompt holds
 // the project's files exactly when want says it should.
 func checkLoaded(t *testing.T, mock *mockModel, want bool) {
@@ -89,6 +104,21 @@ func TestTrustGateWithRealPi(t *testing.T) {
 			writeFile(e.t, filepath.Join(e.work, ".pi", "settings.json"), "{}")
 			writeJSON(e.t, filepath.Join(e.agentDir, "trust.json"), map[string]bool{e.work: true})
 		}, args: []string{"-p", "hello"}, trusted: true},
+		// Pi's own decision, with nothing recorded: an extension of the
+		// user's answers Pi's project_trust event for this run only.
+		{name: "trusted/pi decides", setup: func(e *piEnv) {
+			writeFile(e.t, filepath.Join(e.work, ".pi", "settings.json"), "{}")
+			e.trustYes()
+		}, args: []string{"-p", "hello"}, trusted: true},
+		{name: "trusted/pi decides for an ancestor .agents/skills", setup: func(e *piEnv) {
+			writeFile(e.t, filepath.Join(e.work, ".agents", "skills", "s", "SKILL.md"), "---\nname: s\ndescription: s\n---\ns\n")
+			e.dir = filepath.Join(e.work, "sub")
+			e.trustYes()
+		}, args: []string{"-p", "hello"}, trusted: true},
+		{name: "untrusted/ancestor .agents/skills", setup: func(e *piEnv) {
+			writeFile(e.t, filepath.Join(e.work, ".agents", "skills", "s", "SKILL.md"), "---\nname: s\ndescription: s\n---\ns\n")
+			e.dir = filepath.Join(e.work, "sub")
+		}, args: []string{"-p", "hello"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mock := startMock(t, func(n int, req chatRequest) reply { return reply{Text: "ok"} })
@@ -97,7 +127,7 @@ func TestTrustGateWithRealPi(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(e)
 			}
-			_, stderr := e.run(nil, append([]string{"--no-extensions", "-e", e.bridge, "--no-session"}, tc.args...)...)
+			_, stderr := e.run(nil, append(e.extensions(), append([]string{"--no-session"}, tc.args...)...)...)
 			checkLoaded(t, mock, tc.trusted)
 			if strings.Contains(stderr, notLoaded) == tc.trusted {
 				t.Errorf("stderr says what was left out: %v, want %v\n%s", tc.trusted, !tc.trusted, stderr)
@@ -113,7 +143,7 @@ func TestTrustGateWithRealPi(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(e2)
 			}
-			_, stderr, code := e2.runExit(nil, append([]string{"--no-extensions", "-e", e2.bridge, "--no-session", "--profile", "evil"}, tc.args...)...)
+			_, stderr, code := e2.runExit(nil, append(e2.extensions(), append([]string{"--no-session", "--profile", "evil"}, tc.args...)...)...)
 			reqs := mock2.Requests()
 			if tc.trusted {
 				if code != 0 || len(reqs) != 1 || !strings.Contains(reqs[0].system(), "EVIL_INSTRUCTIONS") {

@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { VERSION as PI_VERSION } from "@earendil-works/pi-coding-agent";
+import { VERSION as PI_VERSION, parseArgs } from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI, ExtensionContext, SessionEntry, ToolInfo } from "@earendil-works/pi-coding-agent";
 
 const SELF = fileURLToPath(import.meta.url);
@@ -278,17 +278,16 @@ function toolArgs(t: PlanTool, params: Params, launch: () => string[]): string[]
 }
 
 // piApprove is Pi's own --approve (true) or --no-approve (false) on this
-// process's command line, read as Pi reads it (the last one wins), or
-// undefined. It is an explicit trust decision; ctx.isProjectTrusted() alone
-// is not, because Pi says "yes" by default for a project that holds nothing
-// Pi itself asks trust for (facets' files are not on Pi's list).
-function piApprove(argv: string[]): boolean | undefined {
-  let v: boolean | undefined;
-  for (const a of argv) {
-    if (a === "--approve" || a === "-a") v = true;
-    else if (a === "--no-approve" || a === "-na") v = false;
+// process's command line, parsed by Pi's own parser, or undefined. It is an
+// explicit trust decision; ctx.isProjectTrusted() alone is not, because Pi
+// says "yes" by default for a project that holds nothing Pi itself asks
+// trust for (facets' files are not on Pi's list).
+function piApprove(): boolean | undefined {
+  try {
+    return parseArgs(process.argv.slice(2)).projectTrustOverride;
+  } catch {
+    return undefined;
   }
-  return v;
 }
 
 export default function (pi: ExtensionAPI) {
@@ -372,6 +371,10 @@ export default function (pi: ExtensionAPI) {
   let handing: string | undefined;
   const waiting: string[] = [];
   let handTimer: ReturnType<typeof setTimeout> | undefined;
+  // Handed to a busy Pi since the last settle: past our input handler but
+  // perhaps not yet in Pi's queue (other handlers run first), so a settle
+  // in that gap must not take it for dropped.
+  const justHanded = new Set<string>();
   // A delivery's identity is its header line (run, message, direction).
   const deliveryId = (text: string) => {
     const nl = text.indexOf("\n");
@@ -424,13 +427,16 @@ export default function (pi: ExtensionAPI) {
     handed();
   }
   // A submission Pi neither queued nor started within 15 s while idle
-  // failed in its preflight (no credentials, say): release it.
+  // most likely failed in its preflight (no credentials, say); it may also
+  // still be on its way, so it is not released: it stays in flight, and the
+  // next settle without its receipt gives it back to the inbox. The queue
+  // goes on.
   function armHandTimer() {
     if (handTimer) clearTimeout(handTimer);
     handTimer = setTimeout(() => {
       handTimer = undefined;
       if (handing === undefined) return;
-      if (ctxRef && ctxRef.isIdle() && !ctxRef.hasPendingMessages()) dropHanding();
+      if (ctxRef && ctxRef.isIdle() && !ctxRef.hasPendingMessages()) handed();
       else armHandTimer();
     }, 15_000);
     handTimer.unref?.();
@@ -627,7 +633,7 @@ export default function (pi: ExtensionAPI) {
     // askPlan asks facets for the plan, and returns why Facets must stay
     // off when the binary and the extension do not match.
     const askPlan = async (): Promise<string | undefined> => {
-      const planRequest = { cwd: ctx.cwd, approve: piApprove(process.argv.slice(2)), piTrusted: ctx.isProjectTrusted(), rolePacks: packs, profile, mainSession: isSub ? undefined : ctx.sessionManager.getSessionId() };
+      const planRequest = { cwd: ctx.cwd, approve: piApprove(), piTrusted: ctx.isProjectTrusted(), rolePacks: packs, profile, mainSession: isSub ? undefined : ctx.sessionManager.getSessionId() };
       // The first session of this extension instance uses the daemon
       // connection or the plan started at load; a later one (a session
       // switch) asks the daemon again, or spawns its own plan.
@@ -742,7 +748,10 @@ export default function (pi: ExtensionAPI) {
       return { action: "handled" as const };
     }
     // Pi is busy, so the delivery being handed joins its follow-up queue.
-    if (event.source === "extension" && event.streamingBehavior && isHanding(event.text)) handed();
+    if (event.source === "extension" && event.streamingBehavior && isHanding(event.text)) {
+      justHanded.add(handing!);
+      handed();
+    }
     if (isSub && !kickedOff && plan?.kickoff && plan.task && event.text.trim() === plan.kickoff) {
       kickedOff = true;
       return { action: "transform" as const, text: plan.task };
@@ -787,9 +796,13 @@ export default function (pi: ExtensionAPI) {
     // with its run): back to the inbox. An abort keeps the marks because
     // Pi may still hold its queue.
     if (!event.aborted) {
-      for (const text of inflight()) request({ op: "release", text });
-      inflight().clear();
+      for (const text of inflight()) {
+        if (justHanded.has(text)) continue; // the next settle decides
+        request({ op: "release", text });
+        inflight().delete(text);
+      }
     }
+    justHanded.clear();
     request({ op: "settled", aborted: event.aborted });
   });
   pi.on("session_shutdown", async (event) => {
