@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/facets-dev/facets/internal/herdrtest"
 	"io"
 	"maps"
 	"net"
@@ -226,7 +227,7 @@ func TestPlanDaemonAnswersAsTheProcess(t *testing.T) {
 	} {
 		dir := filepath.Dir(agent) // where "agent" above is relative to
 		cmd := exec.Command(facets, tc.args...)
-		cmd.Env, cmd.Dir, cmd.Stdin = tc.env, dir, strings.NewReader(tc.stdin)
+		cmd.Env, cmd.Dir, cmd.Stdin = append(slices.Clone(tc.env), herdrtest.CoverEnv(t)...), dir, strings.NewReader(tc.stdin)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()

@@ -112,14 +112,26 @@ type Fake struct {
 // New prepares a fake whose state lives in stateDir, run from binDir, with
 // home as HOME. The workspace is w1, whose first tab is the caller's own.
 func New(tb testing.TB, binDir, stateDir, home string) *Fake {
-	return &Fake{tb: tb, Dir: stateDir, Env: []string{
+	env := []string{
 		"PATH=" + binDir,
 		"HOME=" + home,
 		"FAKEHERDR_STATE=" + stateDir,
 		"HERDR_ENV=1",
 		"HERDR_WORKSPACE_ID=w1",
 		"HERDR_SOCKET_PATH=" + filepath.Join(stateDir, "herdr.sock"),
-	}}
+	}
+	return &Fake{tb: tb, Dir: stateDir, Env: append(env, CoverEnv(tb)...)}
+}
+
+// CoverEnv is the environment a re-run of this test binary (the fake herdr,
+// or the binary as facets) needs under go test -cover: a GOCOVERDIR, so
+// the coverage runtime writes its data there instead of a warning on the
+// stderr the tests read. It is empty without -cover.
+func CoverEnv(tb testing.TB) []string {
+	if testing.CoverMode() == "" {
+		return nil
+	}
+	return []string{"GOCOVERDIR=" + tb.TempDir()}
 }
 
 // Getenv looks a variable up in the fake's environment; as with exec, a
