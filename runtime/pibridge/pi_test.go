@@ -98,6 +98,7 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(buildDir)
 	}
 	buildDirMu.Unlock()
+	herdrtest.Cleanup()
 	if code == 0 && os.Getenv(piVersionEnv) == "" {
 		code = onOldestPi()
 	}
