@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -296,14 +297,7 @@ func newPiDaemonCmd(a *app) *cobra.Command {
 // stdin, fresh streams. The daemon runs one at a time, so the working
 // directory can be the process's.
 func (a *app) planRequest(req pibridge.DaemonRequest) (pibridge.DaemonReply, error) {
-	env := map[string]string{}
-	for _, kv := range req.Env {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			if _, seen := env[k]; !seen {
-				env[k] = v // the first one wins, as getenv(3) finds it
-			}
-		}
-	}
+	env, environ := planEnv(req.Env)
 	if prev, err := os.Getwd(); err == nil {
 		defer os.Chdir(prev) // for a caller that is not a daemon, as tests are
 	}
@@ -312,9 +306,25 @@ func (a *app) planRequest(req pibridge.DaemonRequest) (pibridge.DaemonReply, err
 	}
 	var stdout, stderr bytes.Buffer
 	sub := &app{stdin: strings.NewReader(req.Stdin), stdout: &stdout, stderr: &stderr,
-		getenv: func(k string) string { return env[k] }, environ: req.Env, inDaemon: true}
+		getenv: func(k string) string { return env[k] }, environ: environ, inDaemon: true}
 	code := sub.run(req.Args)
 	return pibridge.DaemonReply{Code: code, Stdout: stdout.String(), Stderr: stderr.String()}, nil
+}
+
+// planEnv keeps of a daemon request's environment only what a plan reads
+// (envvar.Plan), whatever a client sent: as a map and as the environ list.
+func planEnv(kvs []string) (map[string]string, []string) {
+	env := map[string]string{}
+	var environ []string
+	for _, kv := range kvs {
+		if k, v, ok := strings.Cut(kv, "="); ok && slices.Contains(envvar.Plan, k) {
+			if _, seen := env[k]; !seen {
+				env[k] = v // the first one wins, as getenv(3) finds it
+				environ = append(environ, kv)
+			}
+		}
+	}
+	return env, environ
 }
 
 // newPiServeCmd is the extension's long-lived helper; it speaks JSON lines

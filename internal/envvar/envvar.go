@@ -125,3 +125,13 @@ const (
 	// verify), whose file= paths GitHub resolves against it.
 	GitHubWorkspace = "GITHUB_WORKSPACE"
 )
+
+// Plan is every variable a startup plan (facets pi-extension plan) reads,
+// Main or Sub, the last four only as defaults of other commands' flags
+// while the command tree is built: the Pi extension sends the plan daemon
+// these and nothing else of its environment (API keys stay in Pi), and the
+// daemon keeps only these of a request. The extension spells the same list
+// as PLAN_ENV; a test in cmd/facets keeps the plan's reads within this
+// list and that one equal to it.
+var Plan = []string{AgentDir, Home, XDGRuntimeDir, TmpDir, XDGCacheHome, Manifest, RolePacks, BundledRoles, PlanSocket, Channel, TokenFile, Token,
+	HerdrBin, StateDir, PiBridge, MainSession}

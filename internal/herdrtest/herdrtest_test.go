@@ -13,9 +13,14 @@ func TestMain(m *testing.M) { Main(m, &binDir) }
 
 // TestFakeIsThisTestBinary: the fake herdr is the test binary itself (no
 // subprocess build whose sources go test's cache cannot see, nothing
-// written into the repository), and it answers as herdr.
+// written into the repository), and it answers as herdr. Under -race it is
+// the one build without the race detector (raceBuild), of the same sources
+// the test binary holds.
 func TestFakeIsThisTestBinary(t *testing.T) {
 	exe, err := os.Executable()
+	if raceEnabled {
+		exe, err = raceBuild()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,18 +59,22 @@ func TestDeliveriesOnceWithRealPi(t *testing.T) {
 			return starts == ends
 		})
 	}
-	waitDelivered("the first two deliveries")
-	for round := range rounds {
-		// Idle: a burst from both Subs at once.
+	// sendBurst sends burst messages from both Subs at once.
+	sendBurst := func(kind string, round int) {
+		t.Helper()
 		for i := range burst {
 			ch := []*channel.Channel{chA, chB}[i%2]
-			text := fmt.Sprintf("idle round %d message %d", round, i)
+			text := fmt.Sprintf("%s round %d message %d", kind, round, i)
 			if _, err := ch.Send(channel.ToMain, text); err != nil {
 				t.Fatal(err)
 			}
 			sent = append(sent, text)
 		}
-		waitDelivered(fmt.Sprintf("round %d's idle burst", round))
+		waitDelivered(fmt.Sprintf("round %d's %s burst", round, kind))
+	}
+	waitDelivered("the first two deliveries")
+	for round := range rounds {
+		sendBurst("idle", round)
 		// Busy: a user prompt, then a burst while the model answers it.
 		id := fmt.Sprintf("busy%d", round)
 		pi.send(map[string]any{"id": id, "type": "prompt", "message": "BUSY_PROMPT " + id})
@@ -78,15 +82,7 @@ func TestDeliveriesOnceWithRealPi(t *testing.T) {
 			t.Fatalf("prompt: %v", r)
 		}
 		time.Sleep(50 * time.Millisecond)
-		for i := range burst {
-			ch := []*channel.Channel{chA, chB}[i%2]
-			text := fmt.Sprintf("busy round %d message %d", round, i)
-			if _, err := ch.Send(channel.ToMain, text); err != nil {
-				t.Fatal(err)
-			}
-			sent = append(sent, text)
-		}
-		waitDelivered(fmt.Sprintf("round %d's busy burst", round))
+		sendBurst("busy", round)
 	}
 	// One last prompt: its request holds the whole conversation.
 	pi.send(map[string]any{"id": "final", "type": "prompt", "message": "FINAL_PROMPT"})

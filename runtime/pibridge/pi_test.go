@@ -710,12 +710,31 @@ func (e *piEnv) subEnv(ch *channel.Channel) []string {
 	return []string{"PI_FACETS_ROLE=sub", "PI_FACETS_CHANNEL=" + ch.Dir(), "PI_FACETS_TOKEN_FILE=" + filepath.Join(ch.Dir(), "token")}
 }
 
+// syncBuffer is a bytes.Buffer a process's output copier writes while the
+// test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // piProc is a long-lived Pi in RPC mode.
 type piProc struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	stderr *bytes.Buffer
+	stderr *syncBuffer
 	mu     sync.Mutex
 	events []map[string]any
 	wake   chan struct{}
@@ -741,7 +760,7 @@ func (e *piEnv) startRPC(extraEnv []string, args ...string) *piProc {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	p := &piProc{t: e.t, cmd: cmd, stdin: stdin, stderr: &bytes.Buffer{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	p := &piProc{t: e.t, cmd: cmd, stdin: stdin, stderr: &syncBuffer{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)
@@ -1215,7 +1234,7 @@ func TestDelegateTalkCloseWithRealPi(t *testing.T) {
 		}
 		p.mu.Unlock()
 		if strings.Contains(p.stderr.String(), "Facets channel error") {
-			t.Errorf("%s printed a channel error after close_sub:\n%s", who, p.stderr)
+			t.Errorf("%s printed a channel error after close_sub:\n%s", who, p.stderr.String())
 		}
 	}
 }

@@ -26,6 +26,10 @@ const PROTOCOL = 4;
 // MIN_PI is the oldest Pi facets supports and tests (versions.env
 // pi_min_version; a Go test keeps the two equal).
 const MIN_PI = "1.5.2";
+// PLAN_ENV is every variable a startup plan reads (envvar.Plan in Go; a
+// test keeps the two equal): all the plan daemon is sent of this process's
+// environment, so API keys and the like never leave Pi.
+const PLAN_ENV = ["PI_CODING_AGENT_DIR", "HOME", "XDG_RUNTIME_DIR", "TMPDIR", "XDG_CACHE_HOME", "FACETS_MANIFEST", "FACETS_ROLE_PACKS", "FACETS_BUNDLED_ROLES", "FACETS_PLAN_SOCKET", "PI_FACETS_CHANNEL", "PI_FACETS_TOKEN_FILE", "PI_FACETS_TOKEN", "FACETS_HERDR", "FACETS_STATE_DIR", "FACETS_PI_BRIDGE", "PI_FACETS_MAIN_SESSION"];
 // tooOld is the one line an older Pi gets, or undefined.
 const tooOld = olderVersion(PI_VERSION, MIN_PI)
   ? `Facets needs Pi ${MIN_PI} or newer; this is Pi ${PI_VERSION}. Update Pi (npm install -g @earendil-works/pi-coding-agent), or remove the facets extension to use this Pi without Facets.`
@@ -180,7 +184,7 @@ function connectDaemon(): Promise<Daemon | undefined> {
             answer = r;
             sock.ref();
             timer = setTimeout(() => done(undefined), DAEMON_WAIT);
-            const env = Object.entries(process.env).flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${v}`]));
+            const env = PLAN_ENV.flatMap((k) => (process.env[k] === undefined ? [] : [`${k}=${process.env[k]}`]));
             sock.write(JSON.stringify({ v: 1, args, env, dir: cwd, stdin }) + "\n");
           }),
         close: () => done(undefined),
