@@ -80,6 +80,33 @@ func TestDocs(t *testing.T) {
 	}
 }
 
+// TestCIRunsTheREADMETests: .ci/run ends with the test command the README
+// gives a newcomer, so CI runs exactly what the README promises.
+func TestCIRunsTheREADMETests(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(readme), "Run the tests")
+	if !ok {
+		t.Fatal("README.md has no \"Run the tests\" paragraph")
+	}
+	_, block, ok := strings.Cut(after, "```sh\n")
+	block, _, _ = strings.Cut(block, "```")
+	want := strings.TrimSpace(block)
+	if !ok || want == "" || strings.Contains(want, "\n") {
+		t.Fatalf("README.md's test command is not one line in a sh block: %q", block)
+	}
+	ci, err := os.ReadFile("../../.ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(ci)), "\n")
+	if got := strings.TrimSpace(lines[len(lines)-1]); got != want {
+		t.Errorf(".ci/run ends with %q; the README's test command is %q", got, want)
+	}
+}
+
 // TestLayoutListsEveryPackage: CONTRIBUTING.md's Layout block has a line
 // for every package of the module, so the tree a newcomer reads is the
 // real one.

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -109,7 +110,19 @@ type DaemonOptions struct {
 	// directory is gone): the daemon then sends no answer, and the
 	// extension spawns the plan.
 	Run func(DaemonRequest) (DaemonReply, error)
+	// RequestTimeout bounds one Run (default DefaultRequestTimeout). A Run
+	// that takes longer gets no answer, so its extension spawns the plan,
+	// and the daemon stops: a hung one must not make later starts wait.
+	RequestTimeout time.Duration
+	// Log receives one line per request that failed (a panic, with its
+	// stack; a timeout); when nil, RunDaemon writes them to <Socket>.log,
+	// beside the socket in its private directory.
+	Log io.Writer
 }
+
+// DefaultRequestTimeout is how long one plan may take in the daemon; a
+// plan takes milliseconds, and the extension waits 10 s before it spawns.
+const DefaultRequestTimeout = 5 * time.Second
 
 // ErrDaemonRunning means another daemon already serves the socket.
 var ErrDaemonRunning = errors.New("a plan daemon already serves this socket")
@@ -132,6 +145,12 @@ func RunDaemon(ctx context.Context, o DaemonOptions) error {
 	defer lock.Close()
 	if !takeLock(lock) {
 		return ErrDaemonRunning
+	}
+	if o.Log == nil {
+		if f, err := openDaemonLog(o.Socket); err == nil {
+			defer f.Close()
+			o.Log = f
+		}
 	}
 	// Whatever sits at the socket path now is left from a daemon that died:
 	// a live one would hold the lock.
@@ -163,7 +182,10 @@ func RunDaemon(ctx context.Context, o DaemonOptions) error {
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	d := &daemon{opts: o, listener: l, last: time.Now(), stop: stop, sock: sock, exe: exe, open: map[*net.UnixConn]bool{}}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	d := &daemon{opts: o, listener: l, last: time.Now(), stop: stop, sock: sock, exe: exe, open: map[*net.UnixConn]bool{}, run: make(chan struct{}, 1)}
 	go d.watch(ctx)
 	go func() {
 		<-ctx.Done()
@@ -207,7 +229,7 @@ type daemon struct {
 	opts     DaemonOptions
 	listener *net.UnixListener
 	conns    sync.WaitGroup
-	run      sync.Mutex // one request at a time
+	run      chan struct{} // holds a token while a request runs: one at a time
 	stop     func()
 	openMu   sync.Mutex             // guards open and last
 	open     map[*net.UnixConn]bool // the connections being served
@@ -257,16 +279,45 @@ func (d *daemon) serve(c *net.UnixConn) {
 	if err != nil {
 		return // the extension spawns the plan instead
 	}
-	d.run.Lock()
+	deadline := time.NewTimer(d.opts.RequestTimeout)
+	defer deadline.Stop()
+	select {
+	case d.run <- struct{}{}:
+	case <-deadline.C:
+		return // a request before this one is hung; watch or its own timeout stops the daemon
+	}
 	if !d.current() {
 		// Checked per request, not only by watch: after an upgrade the old
 		// binary must not answer for the new one even once.
-		d.run.Unlock()
+		<-d.run
 		d.stop()
 		return
 	}
-	reply, err := d.opts.Run(req)
-	d.run.Unlock()
+	type result struct {
+		reply DaemonReply
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				d.logf("plan %q in %s panicked: %v\n%s", req.Args, req.Dir, r, debug.Stack())
+				done <- result{err: fmt.Errorf("plan panicked: %v", r)}
+			}
+			<-d.run
+		}()
+		reply, err := d.opts.Run(req)
+		done <- result{reply, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-deadline.C:
+		d.logf("plan %q in %s took longer than %v: no answer, and the daemon stops", req.Args, req.Dir, d.opts.RequestTimeout)
+		d.stop()
+		return
+	}
+	reply, err := r.reply, r.err
 	if err != nil {
 		return
 	}
@@ -276,6 +327,36 @@ func (d *daemon) serve(c *net.UnixConn) {
 	}
 	c.Write(append(b, '\n'))
 }
+
+// logf writes one line to the daemon's log, if it has one.
+func (d *daemon) logf(format string, args ...any) {
+	if d.opts.Log != nil {
+		fmt.Fprintf(d.opts.Log, "%s "+format+"\n", append([]any{time.Now().Format(time.RFC3339)}, args...)...)
+	}
+}
+
+// openDaemonLog opens the log of the daemon at socket, beside it in its
+// private directory (never through a symlink); a log past maxDaemonLog is
+// started over.
+func openDaemonLog(socket string) (*os.File, error) {
+	path := socket + ".log"
+	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND | syscall.O_NOFOLLOW
+	if st, err := os.Lstat(path); err == nil && st.Size() > maxDaemonLog {
+		flags |= os.O_TRUNC
+	}
+	f, err := os.OpenFile(path, flags, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("plan daemon log: %w", err)
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("plan daemon log: %s is not a regular file", path)
+	}
+	return f, nil
+}
+
+// maxDaemonLog caps the daemon's log: it holds failures only.
+const maxDaemonLog = 1 << 20
 
 // watch stops the daemon when it has been idle for Idle or when its
 // socket or binary is no longer the one it started with.

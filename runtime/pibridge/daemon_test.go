@@ -27,6 +27,13 @@ type daemonUnderTest struct {
 
 func startDaemon(t *testing.T, idle, poll time.Duration, run func(pibridge.DaemonRequest) (pibridge.DaemonReply, error)) *daemonUnderTest {
 	t.Helper()
+	return startDaemonWith(t, pibridge.DaemonOptions{Idle: idle, Poll: poll, Run: run})
+}
+
+// startDaemonWith is startDaemon with more options; Socket and Executable
+// are the test's.
+func startDaemonWith(t *testing.T, o pibridge.DaemonOptions) *daemonUnderTest {
+	t.Helper()
 	// A short directory name: a Unix socket path has at most 104 bytes on macOS.
 	dir, err := os.MkdirTemp("", "fd")
 	if err != nil {
@@ -39,7 +46,8 @@ func startDaemon(t *testing.T, idle, poll time.Duration, run func(pibridge.Daemo
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
 	go func() {
-		d.stopped <- pibridge.RunDaemon(ctx, pibridge.DaemonOptions{Socket: d.socket, Executable: exe, Idle: idle, Poll: poll, Run: run})
+		o.Socket, o.Executable = d.socket, exe
+		d.stopped <- pibridge.RunDaemon(ctx, o)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -302,4 +310,55 @@ func FuzzReadDaemonRequest(f *testing.F) {
 			t.Fatalf("accepted %+v from %q", req, data)
 		}
 	})
+}
+
+// TestDaemonSurvivesAPanickingPlan: a plan that panics gets no answer (its
+// extension spawns the plan), the panic and its stack are in the log, and
+// the next request is answered.
+func TestDaemonSurvivesAPanickingPlan(t *testing.T) {
+	var log syncBuffer
+	d := startDaemonWith(t, pibridge.DaemonOptions{Idle: time.Minute, Poll: 50 * time.Millisecond, Log: &log,
+		Run: func(req pibridge.DaemonRequest) (pibridge.DaemonReply, error) {
+			if req.Stdin == "boom" {
+				panic("a bug in a plan")
+			}
+			return echo(req)
+		}})
+	if _, ok := d.ask(t, request(t, planReq("boom"))); ok {
+		t.Error("a panicking plan was answered")
+	}
+	if l := log.String(); !strings.Contains(l, "panicked: a bug in a plan") || !strings.Contains(l, "goroutine") {
+		t.Errorf("log = %q, want the panic and its stack", l)
+	}
+	if r, ok := d.ask(t, request(t, planReq("next"))); !ok || !strings.Contains(r.Stdout, "|next") {
+		t.Errorf("the request after a panic: %+v %v, want it answered", r, ok)
+	}
+}
+
+// TestDaemonStopsOnAHungPlan: a plan that does not return within
+// RequestTimeout gets no answer at that deadline (not the extension's 10 s
+// wait), is logged, and the daemon stops, so later starts spawn their plan
+// and start a fresh daemon.
+func TestDaemonStopsOnAHungPlan(t *testing.T) {
+	var log syncBuffer
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	d := startDaemonWith(t, pibridge.DaemonOptions{Idle: time.Minute, Poll: 50 * time.Millisecond, Log: &log, RequestTimeout: 200 * time.Millisecond,
+		Run: func(req pibridge.DaemonRequest) (pibridge.DaemonReply, error) {
+			<-release
+			return echo(req)
+		}})
+	start := time.Now()
+	if _, ok := d.ask(t, request(t, planReq("hang"))); ok {
+		t.Error("a hung plan was answered")
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the client waited %v for a hung plan, want about the 200ms deadline", took)
+	}
+	if err := d.wait(t); err != nil {
+		t.Errorf("RunDaemon = %v", err)
+	}
+	if l := log.String(); !strings.Contains(l, "took longer than 200ms") {
+		t.Errorf("log = %q, want the timeout", l)
+	}
 }
