@@ -275,6 +275,12 @@ func (d *daemon) serve(c *net.UnixConn) {
 		c.Close()
 	}()
 	c.SetDeadline(time.Now().Add(connDeadline))
+	if uid, err := connUID(c); err != nil || uid != os.Getuid() {
+		// The directory keeps others out; this is the second lock. A plan
+		// carries its caller's environment and answers for its files.
+		d.logf("refused a connection from uid %d (%v): the daemon answers only uid %d", uid, err, os.Getuid())
+		return
+	}
 	req, err := ReadDaemonRequest(c)
 	if err != nil {
 		return // the extension spawns the plan instead
@@ -326,6 +332,19 @@ func (d *daemon) serve(c *net.UnixConn) {
 		return
 	}
 	c.Write(append(b, '\n'))
+}
+
+// connUID is the user id of the process that connected c.
+func connUID(c *net.UnixConn) (int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	uid, uerr := -1, error(nil)
+	if err := raw.Control(func(fd uintptr) { uid, uerr = peerUID(int(fd)) }); err != nil {
+		return -1, err
+	}
+	return uid, uerr
 }
 
 // logf writes one line to the daemon's log, if it has one.
