@@ -14,6 +14,7 @@ import (
 
 	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/envvar"
 	"github.com/facets-dev/facets/internal/safefile"
 )
 
@@ -62,6 +63,24 @@ func decodeManifest(path string, data []byte) (*manifest.Manifest, error) {
 // write the manifest itself.
 type CheckedManifests struct {
 	Dir string
+}
+
+// UserCheckedManifests is the user's cache of checked manifests:
+// $XDG_CACHE_HOME/facets/checked-manifests, else
+// ~/.cache/facets/checked-manifests; nowhere (an empty Dir) without either
+// as an absolute path.
+func UserCheckedManifests(getenv func(string) string) CheckedManifests {
+	base := getenv(envvar.XDGCacheHome)
+	if !filepath.IsAbs(base) {
+		base = ""
+		if h := getenv(envvar.Home); filepath.IsAbs(h) {
+			base = filepath.Join(h, ".cache")
+		}
+	}
+	if base == "" {
+		return CheckedManifests{}
+	}
+	return CheckedManifests{Dir: filepath.Join(base, "facets", "checked-manifests")}
 }
 
 // maxCheckedManifests bounds Dir: the oldest entries go beyond it.

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/facets-dev/facets/internal/envvar"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -177,5 +178,21 @@ func TestCheckedManifestsCheckOnce(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(c.Dir); len(ents) > maxCheckedManifests {
 		t.Errorf("%d entries, want at most %d", len(ents), maxCheckedManifests)
+	}
+}
+
+func TestUserCheckedManifests(t *testing.T) {
+	for _, tc := range []struct {
+		name, cache, home, want string
+	}{
+		{"XDG_CACHE_HOME", "/c", "/h", "/c/facets/checked-manifests"},
+		{"home", "", "/h", "/h/.cache/facets/checked-manifests"},
+		{"a relative XDG_CACHE_HOME is ignored", "c", "/h", "/h/.cache/facets/checked-manifests"},
+		{"nowhere", "c", "h", ""},
+	} {
+		env := map[string]string{envvar.XDGCacheHome: tc.cache, envvar.Home: tc.home}
+		if got := UserCheckedManifests(func(k string) string { return env[k] }).Dir; got != tc.want {
+			t.Errorf("%s: Dir = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -113,63 +112,6 @@ func (a *app) stdinMessage() (string, error) {
 	return string(data), nil
 }
 
-// deliveryLine is one JSON line of recv/watch output.
-type deliveryLine struct {
-	Direction channel.Direction `json:"direction"`
-	RunID     string            `json:"runId"`
-	MessageID string            `json:"messageId"`
-	Sequence  int64             `json:"sequence"`
-	CreatedAt int64             `json:"createdAt"`
-	Message   string            `json:"message"`
-	Text      string            `json:"text"` // header + message, as a Pi session must record it
-}
-
-// printer writes deliveries and records their receipts, so a message leaves
-// the inbox only after it has been printed.
-type printer struct {
-	mu       sync.Mutex
-	out      *json.Encoder
-	errw     io.Writer
-	receipts channel.ReceiptStore
-	count    int
-	problems int
-	limit    int
-	done     context.CancelFunc
-}
-
-func (p *printer) submit(d channel.Delivery) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.limit > 0 && p.count >= p.limit {
-		return errDeliveryLimit
-	}
-	m := d.Message
-	if err := p.out.Encode(deliveryLine{m.Direction, m.RunID, m.ID, m.Sequence, m.CreatedAt, m.Text, d.Text()}); err != nil {
-		return err
-	}
-	if err := p.receipts.Record(m.Receipt()); err != nil {
-		return err
-	}
-	p.count++
-	if p.limit > 0 && p.count >= p.limit && p.done != nil {
-		p.done()
-	}
-	return nil
-}
-
-// errDeliveryLimit holds back messages beyond --count; they stay queued.
-var errDeliveryLimit = errors.New("delivery limit reached")
-
-func (p *printer) report(pr channel.Problem) {
-	if errors.Is(pr.Err, errDeliveryLimit) {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.problems++
-	fmt.Fprintf(p.errw, "facets: channel problem: %s\n", termesc.Escape(pr.Err.Error()))
-}
-
 type receiveFlags struct {
 	channelFlags
 	receipts string
@@ -214,9 +156,9 @@ between printing and recording may print it once more (at least once).`,
 				return err
 			}
 			defer done()
-			p := &printer{out: json.NewEncoder(a.stdout), errw: a.stderr, receipts: store}
-			channel.NewReceiver(d, store, p.submit, p.report).Scan(c)
-			return diagnosed(p.problems > 0)
+			p := channel.NewPrinter(a.stdout, a.stderr, store, 0, nil)
+			channel.NewReceiver(d, store, p.Submit, p.Report).Scan(c)
+			return diagnosed(p.Problems() > 0)
 		},
 	}
 	f.register(a, cmd)
@@ -249,8 +191,8 @@ func newChannelWatchCmd(a *app) *cobra.Command {
 			}
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
-			p := &printer{out: json.NewEncoder(a.stdout), errw: a.stderr, receipts: store, limit: count, done: cancel}
-			rx := channel.NewReceiver(d, store, p.submit, p.report)
+			p := channel.NewPrinter(a.stdout, a.stderr, store, count, cancel)
+			rx := channel.NewReceiver(d, store, p.Submit, p.Report)
 			w, err := channel.NewWatcher(d, func(c *channel.Channel) { rx.Scan(c) }, channel.WatchOptions{
 				Report:    func(err error) { fmt.Fprintf(a.stderr, "facets: %s\n", termesc.Escape(err.Error())) },
 				ScanMoved: func(c *channel.Channel, names []string) { rx.ScanMoved(c, names) },

@@ -55,10 +55,10 @@ func TestChannelSendRecvRoundTrip(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("recv: %d %s", code, stderr)
 	}
-	var got []deliveryLine
+	var got []channel.DeliveryLine
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
-		var l deliveryLine
+		var l channel.DeliveryLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			t.Fatalf("line %q: %v", sc.Text(), err)
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 
@@ -248,18 +247,7 @@ func newHelpCmd(root *cobra.Command) *cobra.Command {
 func (a *app) home() string { return a.getenv(envvar.Home) }
 
 // checkedManifests is where launches remember the frozen manifests that
-// passed #Manifest: $XDG_CACHE_HOME/facets/checked-manifests, else
-// ~/.cache/facets/checked-manifests; nowhere without either.
+// passed #Manifest (compiler.UserCheckedManifests).
 func (a *app) checkedManifests() compiler.CheckedManifests {
-	base := a.getenv(envvar.XDGCacheHome)
-	if !filepath.IsAbs(base) {
-		base = ""
-		if h := a.home(); filepath.IsAbs(h) {
-			base = filepath.Join(h, ".cache")
-		}
-	}
-	if base == "" {
-		return compiler.CheckedManifests{}
-	}
-	return compiler.CheckedManifests{Dir: filepath.Join(base, "facets", "checked-manifests")}
+	return compiler.UserCheckedManifests(a.getenv)
 }

@@ -79,7 +79,7 @@ func (f *runFlags) runtime(bridge string) (*subs.Runtime, error) {
 	}
 	state := f.stateDir
 	if state == "" {
-		state = filepath.Join(agentDir, "facets", "state")
+		state = subs.DefaultStateDir(agentDir)
 	}
 	root := f.runtimeDir
 	if root == "" {

@@ -17,6 +17,12 @@ import (
 	"github.com/facets-dev/facets/runtime/surface"
 )
 
+// DefaultStateDir is where runs and bindings are kept when no state dir is
+// given: <agentDir>/facets/state.
+func DefaultStateDir(agentDir string) string {
+	return filepath.Join(agentDir, "facets", "state")
+}
+
 // RunVersion is the format version of a stored Run.
 const RunVersion = 1
 
