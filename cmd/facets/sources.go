@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -10,7 +11,6 @@ import (
 	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/internal/envvar"
-	"github.com/facets-dev/facets/profiles"
 )
 
 // sourceFlags are the flags that say where profiles, roles and MAIN.md
@@ -57,47 +57,16 @@ func (f *sourceFlags) registerProjectOnly(cmd *cobra.Command) {
 	}
 }
 
-// options turns the flags and environment into compiler options.
+// options turns the flags and environment into compiler options
+// (compiler.Sources); a directory that is not one is a usage error.
 func (f *sourceFlags) options() (compiler.Options, error) {
-	getenv := f.getenv
-	if f.agentDir != "" {
-		dir := f.agentDir
-		getenv = func(k string) string {
-			if k == envvar.AgentDir {
-				return dir
-			}
-			return f.getenv(k)
-		}
+	opts, err := compiler.Sources{Cwd: f.cwd, AgentDir: f.agentDir, Trust: f.trust, NoTrust: f.noTrust, PiTrust: f.piTrust,
+		RolePacks: f.rolePacks, BundledRoles: f.bundledRoles, ProjectOnly: f.projectOnly}.Options(f.getenv, f.home)
+	var se *compiler.SourceError
+	if errors.As(err, &se) {
+		return opts, usageError{err}
 	}
-	env, err := profiles.NewEnv(getenv, f.home, f.cwd)
-	if err != nil {
-		return compiler.Options{}, err
-	}
-	if err := requireDir("--cwd", env.Cwd); err != nil {
-		return compiler.Options{}, usageError{fmt.Errorf("--cwd %s is not a directory", f.cwd)}
-	}
-	if err := requireDir("--agent-dir", f.agentDir); err != nil {
-		return compiler.Options{}, err
-	}
-	opts := compiler.Options{Env: env, BundledRoles: f.bundledRoles, PiTrust: f.piTrust}
-	if opts.BundledRoles == "" {
-		opts.BundledRoles = f.getenv(envvar.BundledRoles)
-	}
-	switch {
-	case f.projectOnly:
-		// The repository's own files are what is judged: trusted.
-		opts.Env = env.ProjectOnlyEnv()
-		t := true
-		opts.TrustFlag = &t
-	case f.trust:
-		t := true
-		opts.TrustFlag = &t
-	case f.noTrust:
-		t := false
-		opts.TrustFlag = &t
-	}
-	opts.RolePacks = append(compiler.SplitRolePacks(f.getenv(envvar.RolePacks)), f.rolePacks...)
-	return opts, nil
+	return opts, err
 }
 
 // compile loads the schema and runs the compiler.
