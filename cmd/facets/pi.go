@@ -14,12 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/facets-dev/facets/compiler"
-	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/internal/envvar"
+	"github.com/facets-dev/facets/internal/startup"
 	"github.com/facets-dev/facets/profiles"
 	"github.com/facets-dev/facets/runtime/channel"
-	"github.com/facets-dev/facets/runtime/launch"
 	"github.com/facets-dev/facets/runtime/pibridge"
 )
 
@@ -114,7 +112,7 @@ func extensionDir(a *app, dir, agentDir string) (string, error) {
 // newPiPlanCmd is the extension's startup call; it always prints a plan so
 // the extension can show the error inside Pi.
 func newPiPlanCmd(a *app) *cobra.Command {
-	src := sourceFlags{noDigests: true}
+	var src sourceFlags
 	var role, profile, manifest, extVersion, mainSession string
 	var protocol int
 	cmd := &cobra.Command{
@@ -123,52 +121,14 @@ func newPiPlanCmd(a *app) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var plan pibridge.Plan
 			bin := thisBinary()
 			if role != "main" && role != "sub" {
 				return usageError{fmt.Errorf("unknown --role %q (want main or sub)", role)}
 			}
-			msg := pibridge.Mismatch(pibridge.Peer{Protocol: protocol, Version: extVersion}, bin)
-			var reqErr error
-			if msg == "" {
-				// Only an extension of this protocol sends a request.
-				reqErr = a.readPlanRequest(&src, &profile, &mainSession)
-			}
-			switch {
-			case msg != "":
-				plan = pibridge.MismatchPlan(role, profile, msg)
-			case reqErr != nil:
-				plan = pibridge.Plan{Role: role, Error: reqErr.Error()}
-			case role == "main":
-				m, ds, warning, err := mainManifest(&src, manifest)
-				if err != nil {
-					plan = pibridge.Plan{Role: "main", Error: err.Error()}
-					break
-				}
-				plan = pibridge.MainPlan(m, ds, profile)
-				plan.DefaultThinking(func(model string) string {
-					// A Sub loads the project's settings when it is launched with
-					// --approve: when the project is trusted.
-					return profiles.DefaultThinkingLevel(profiles.Env{AgentDir: m.AgentDir, Cwd: m.Cwd}, model, m.Trust.Trusted)
-				})
-				plan.Serve = pibridge.HasRuns(channel.RuntimeRoot(a.getenv), mainSession)
-				if warning != "" {
-					plan.Warnings = append(plan.Warnings, warning)
-				}
-			default:
-				c, err := openSubChannel(a)
-				if err != nil {
-					plan = pibridge.Plan{Role: "sub", Error: err.Error()}
-					break
-				}
-				plan = pibridge.SubPlan(c.Manifest().Profile, c.Manifest().Origin)
-				plan.Serve = true
-				if plan.Error == "" && c.Manifest().Task != "" {
-					plan.Kickoff, plan.Task = launch.KickoffPrompt, c.Manifest().Task
-				}
-				c.Close()
-			}
-			plan.Protocol, plan.Facets = pibridge.Protocol, bin.Version
+			call := startup.Call{Role: role, Profile: profile, Manifest: manifest, MainSession: mainSession, Sources: src.sources(),
+				Extension: pibridge.Peer{Protocol: protocol, Version: extVersion}, Binary: bin}
+			defer lazyGC(false)()
+			plan := startup.Plan(call, a.readPlanRequest, a.getenv, a.home())
 			enc := json.NewEncoder(a.stdout)
 			enc.SetEscapeHTML(false)
 			if err := enc.Encode(plan); err != nil {
@@ -193,9 +153,9 @@ func newPiPlanCmd(a *app) *cobra.Command {
 }
 
 // readPlanRequest applies the request the extension writes on the plan's
-// stdin (pibridge.PlanRequest) over the flags. A terminal on stdin is a
-// person running the hidden command by hand: it is not read.
-func (a *app) readPlanRequest(src *sourceFlags, profile, mainSession *string) error {
+// stdin (pibridge.PlanRequest) over the call's flags. A terminal on stdin
+// is a person running the hidden command by hand: it is not read.
+func (a *app) readPlanRequest(c *startup.Call) error {
 	if f, ok := a.stdin.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 			return nil
@@ -205,20 +165,7 @@ func (a *app) readPlanRequest(src *sourceFlags, profile, mainSession *string) er
 	if err != nil || !ok {
 		return err
 	}
-	if req.Cwd != "" {
-		src.cwd = req.Cwd
-	}
-	if req.Approve != nil {
-		src.trust, src.noTrust = *req.Approve, !*req.Approve
-	}
-	src.piTrust = req.PiTrusted
-	src.rolePacks = append(src.rolePacks, req.RolePacks...)
-	if req.Profile != "" {
-		*profile = req.Profile
-	}
-	if req.MainSession != "" {
-		*mainSession = req.MainSession
-	}
+	c.Apply(req)
 	return nil
 }
 
@@ -235,29 +182,6 @@ func thisBinary() pibridge.Peer {
 		bin = ""
 	}
 	return pibridge.Peer{Protocol: pibridge.Protocol, Version: facetsVersion(), Path: bin}
-}
-
-// mainManifest is the Main's catalog: the frozen manifest when one is
-// given, so later edits to the sources change nothing, with the warning
-// the Main shows when it is stale; else a fresh compile.
-func mainManifest(src *sourceFlags, frozen string) (*manifest.Manifest, []compiler.Diagnostic, string, error) {
-	if frozen == "" {
-		m, ds, _, err := src.compile(nil)
-		return m, ds, "", err
-	}
-	opts, err := src.options()
-	if err != nil {
-		m, lerr := compiler.LoadManifest(frozen)
-		if lerr != nil {
-			return nil, nil, "", lerr
-		}
-		return m, m.Diagnostics, compiler.UncheckedLine(frozen, err), nil
-	}
-	m, warning, err := compiler.StartupSnapshot(frozen, opts)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	return m, m.Diagnostics, warning, nil
 }
 
 // newPiDaemonCmd serves the extension's plan calls over a Unix socket
@@ -344,7 +268,7 @@ func newPiServeCmd(a *app) *cobra.Command {
 			}
 			opts := pibridge.ServeOptions{Role: role, Root: channel.RuntimeRoot(a.getenv), MainSession: mainSession}
 			if role == "sub" {
-				dir, token, err := subChannelEnv(a)
+				dir, token, err := startup.SubChannelEnv(a.getenv)
 				if err != nil {
 					return err
 				}
@@ -357,35 +281,6 @@ func newPiServeCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&mainSession, "main-session", "", "Pi session id of the Main (role main)")
 	handshakeFlags(cmd, &protocol)
 	return cmd
-}
-
-// subChannelEnv reads the Sub's channel and token from the launch
-// environment; the token comes from a file so it never sits on a command line.
-func subChannelEnv(a *app) (dir, token string, err error) {
-	dir = a.getenv(envvar.Channel)
-	if dir == "" {
-		return "", "", errors.New(envvar.Channel + " is missing in Sub Pi.")
-	}
-	token, err = channel.ReadToken(a.getenv(envvar.TokenFile), a.getenv(envvar.Token))
-	switch {
-	case errors.Is(err, channel.ErrNoToken):
-		return "", "", errors.New(envvar.TokenFile + " is missing in Sub Pi.")
-	case err != nil:
-		return "", "", fmt.Errorf("Sub capability token: %w", err)
-	}
-	return dir, token, nil
-}
-
-func openSubChannel(a *app) (*channel.Channel, error) {
-	dir, token, err := subChannelEnv(a)
-	if err != nil {
-		return nil, err
-	}
-	c, err := channel.Open(dir, token)
-	if err != nil {
-		return nil, fmt.Errorf("Sub channel: %w", err)
-	}
-	return c, nil
 }
 
 // facetsVersion is this binary's build version, for the handshake.

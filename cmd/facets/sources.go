@@ -16,20 +16,18 @@ import (
 // sourceFlags are the flags that say where profiles, roles and MAIN.md
 // come from; check, compile and profiles share them.
 type sourceFlags struct {
-	cwd      string
-	agentDir string
-	trust    bool
-	noTrust  bool
-	// piTrust is Pi's own answer, from the Pi startup plan's request.
-	piTrust      *bool
+	cwd          string
+	agentDir     string
+	trust        bool
+	noTrust      bool
 	rolePacks    []string
 	bundledRoles string
 	getenv       func(string) string
 	home         string
 	// projectOnly is check's --project-only (profiles.Env.ProjectOnly).
 	projectOnly bool
-	// noDigests is set by check, which discards the manifest, and by the
-	// Pi startup plan, which reads no digest (compiler.Options.NoDigests).
+	// noDigests is set by check, which discards the manifest
+	// (compiler.Options.NoDigests).
 	noDigests bool
 	// diagnosticsOnly is set by check, which reads nothing but the
 	// diagnostics (compiler.Options.DiagnosticsOnly).
@@ -57,11 +55,16 @@ func (f *sourceFlags) registerProjectOnly(cmd *cobra.Command) {
 	}
 }
 
+// sources is what the flags say of the sources.
+func (f *sourceFlags) sources() compiler.Sources {
+	return compiler.Sources{Cwd: f.cwd, AgentDir: f.agentDir, Trust: f.trust, NoTrust: f.noTrust,
+		RolePacks: f.rolePacks, BundledRoles: f.bundledRoles, ProjectOnly: f.projectOnly}
+}
+
 // options turns the flags and environment into compiler options
 // (compiler.Sources); a directory that is not one is a usage error.
 func (f *sourceFlags) options() (compiler.Options, error) {
-	opts, err := compiler.Sources{Cwd: f.cwd, AgentDir: f.agentDir, Trust: f.trust, NoTrust: f.noTrust, PiTrust: f.piTrust,
-		RolePacks: f.rolePacks, BundledRoles: f.bundledRoles, ProjectOnly: f.projectOnly}.Options(f.getenv, f.home)
+	opts, err := f.sources().Options(f.getenv, f.home)
 	var se *compiler.SourceError
 	if errors.As(err, &se) {
 		return opts, usageError{err}
