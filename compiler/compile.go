@@ -14,6 +14,7 @@ import (
 
 	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/diag"
 	"github.com/facets-dev/facets/internal/parallel"
 	"github.com/facets-dev/facets/internal/safefile"
 	"github.com/facets-dev/facets/profiles"
@@ -157,7 +158,7 @@ func Compile(schema *cue.Schema, opts Options) (*manifest.Manifest, []Diagnostic
 	}
 	if !trust.Trusted {
 		for _, dir := range profiles.UntrustedProjectDirs(env) {
-			c.diag(Diagnostic{Severity: Info, Code: "untrusted-project", File: dir,
+			c.diag(Diagnostic{Severity: Info, Code: diag.CodeUntrustedProject, File: dir,
 				Message: "project is not trusted; its profiles, skills, roles and MAIN.md were not loaded",
 				Hint:    "trust the project in Pi (/trust), add it to " + filepath.Join(env.AgentDir, "trust.json") + ` as {"/abs/project/dir": true}, or pass --trust`})
 		}

@@ -49,24 +49,20 @@ func TestPlanReadsOnlyPlanEnv(t *testing.T) {
 	req := func(fields map[string]any) string { b, _ := json.Marshal(fields); return string(b) }
 	plan(env, req(map[string]any{"cwd": proj, "mainSession": "s"}), "--role", "main")
 	plan(env, req(map[string]any{"cwd": proj, "profile": "worker", "piTrusted": true}), "--role", "main")
-	withManifest := map[string]string{envvar.Manifest: frozen}
-	for k, v := range env {
-		withManifest[k] = v
+	// with is env plus kv (name, value, ...).
+	with := func(kv ...string) map[string]string {
+		m := maps.Clone(env)
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
 	}
-	plan(withManifest, req(map[string]any{"cwd": proj, "profile": "worker"}), "--role", "main")
-	withSocket := map[string]string{envvar.PlanSocket: filepath.Join(t.TempDir(), "none", "s.sock")}
-	for k, v := range env {
-		withSocket[k] = v
-	}
-	if out := plan(withSocket, req(map[string]any{"cwd": proj}), "--role", "main"); !strings.Contains(out, `"role":"main"`) {
+	plan(with(envvar.Manifest, frozen), req(map[string]any{"cwd": proj, "profile": "worker"}), "--role", "main")
+	if out := plan(with(envvar.PlanSocket, filepath.Join(t.TempDir(), "none", "s.sock")), req(map[string]any{"cwd": proj}), "--role", "main"); !strings.Contains(out, `"role":"main"`) {
 		t.Fatalf("plan: %s", out)
 	}
 	// A Sub: its channel and token file.
-	sub := map[string]string{envvar.Channel: filepath.Join(run, "nowhere"), envvar.TokenFile: filepath.Join(run, "token")}
-	for k, v := range env {
-		sub[k] = v
-	}
-	plan(sub, "", "--role", "sub")
+	plan(with(envvar.Channel, filepath.Join(run, "nowhere"), envvar.TokenFile, filepath.Join(run, "token")), "", "--role", "sub")
 
 	for k := range read {
 		if !slices.Contains(envvar.Plan, k) {

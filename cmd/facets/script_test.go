@@ -15,7 +15,16 @@ import (
 func TestMain(m *testing.M) {
 	commands := herdrtest.Commands() // "herdr": the fake
 	commands["facets"] = func() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
-	testscript.Main(m, commands)
+	testscript.Main(cleanupM{m}, commands)
+}
+
+// cleanupM removes the fake herdr's -race build once the tests have run
+// (testscript.Main exits on its own).
+type cleanupM struct{ m *testing.M }
+
+func (c cleanupM) Run() int {
+	defer herdrtest.Cleanup()
+	return c.m.Run()
 }
 
 // TestScripts runs the end-to-end scripts in testdata/script against the

@@ -14,6 +14,11 @@ const (
 	Info    Severity = "info"
 )
 
+// CodeUntrustedProject is the note for a project folder left out because
+// the project is not trusted: check prints it, and the Pi startup plan
+// turns it into its one line in Pi.
+const CodeUntrustedProject = "untrusted-project"
+
 // Diagnostic is one finding about the input, located in a file where
 // possible. Line and Column are 1-based; zero means the whole file. Column
 // counts bytes, as CUE's positions and most compilers' do (facets lsp

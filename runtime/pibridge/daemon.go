@@ -289,8 +289,9 @@ func (d *daemon) serve(c *net.UnixConn) {
 	defer deadline.Stop()
 	select {
 	case d.run <- struct{}{}:
+		deadline.Reset(d.opts.RequestTimeout) // the plan's own time starts now
 	case <-deadline.C:
-		return // a request before this one is hung; watch or its own timeout stops the daemon
+		return // a request before this one is hung; its own timeout stops the daemon
 	}
 	if !d.current() {
 		// Checked per request, not only by watch: after an upgrade the old

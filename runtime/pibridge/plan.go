@@ -229,7 +229,7 @@ func (p *Plan) DefaultThinking(level func(model string) string) {
 func untrustedLine(ds []diag.Diagnostic) string {
 	var dirs []string
 	for _, d := range ds {
-		if d.Code == "untrusted-project" {
+		if d.Code == diag.CodeUntrustedProject {
 			dirs = append(dirs, d.File)
 		}
 	}

@@ -422,12 +422,12 @@ export default function (pi: ExtensionAPI) {
   }
   // dropHanding gives the delivery back to the inbox: Pi refused it (its
   // error went to Pi's own error display), so a later scan retries it.
-  function dropHanding(msg?: string) {
+  function dropHanding(msg: string) {
     const text = handing;
     if (text === undefined) return;
     inflight().delete(text);
     request({ op: "release", text });
-    if (msg) report(msg);
+    report(msg);
     handed();
   }
   // A submission Pi neither queued nor started within 15 s while idle
