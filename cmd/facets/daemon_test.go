@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/facets-dev/facets/internal/envvar"
+	"github.com/facets-dev/facets/internal/startup"
 	"github.com/facets-dev/facets/runtime/pibridge"
 )
 
@@ -55,9 +56,9 @@ func TestPlanDaemonInProcess(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
-	daemonApp := &app{getenv: func(string) string { return "" }}
+	answer := func(r pibridge.DaemonRequest) (pibridge.DaemonReply, error) { return startup.Answer(r, thisBinary()) }
 	go func() {
-		stopped <- pibridge.RunDaemon(ctx, pibridge.DaemonOptions{Socket: socket, Executable: exe, Idle: time.Hour, Poll: time.Hour, Run: daemonApp.planRequest})
+		stopped <- pibridge.RunDaemon(ctx, pibridge.DaemonOptions{Socket: socket, Executable: exe, Idle: time.Hour, Poll: time.Hour, Run: answer})
 	}()
 	defer func() {
 		cancel()
@@ -80,6 +81,23 @@ func TestPlanDaemonInProcess(t *testing.T) {
 		}
 		return r
 	}
+	// A call the extension never makes, or one whose answer depends on the
+	// caller's directory, gets no answer: the extension spawns the plan.
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+	}{
+		{"bad role", envOf(agent), []string{"pi-extension", "plan", "--role", "boss"}},
+		{"another flag", envOf(agent), []string{"pi-extension", "plan", "--role", "main", "--profile", "worker"}},
+		{"another command", envOf(agent), []string{"check"}},
+		{"relative agent dir", map[string]string{envvar.AgentDir: "agent"}, []string{"pi-extension", "plan", "--role", "main"}},
+		{"relative manifest", map[string]string{envvar.AgentDir: agent, envvar.Manifest: "m.json"}, []string{"pi-extension", "plan", "--role", "main"}},
+	} {
+		if r, ok := askDaemon(t, socket, request(tc.env, "", tc.args)); ok {
+			t.Errorf("%s: the daemon answered %+v; want no answer", tc.name, r)
+		}
+	}
 	req := func(fields map[string]any) string {
 		b, _ := json.Marshal(fields)
 		return string(b)
@@ -100,7 +118,8 @@ func TestPlanDaemonInProcess(t *testing.T) {
 		{"another protocol", envOf(agent), "", []string{"pi-extension", "plan", "--role", "main", "--protocol", "2"}},
 		{"broken request", envOf(agent), `{"cwd":`, main},
 		{"sub without a channel", envOf(agent), "", []string{"pi-extension", "plan", "--role", "sub", "--protocol", proto}},
-		{"bad role", envOf(agent), "", []string{"pi-extension", "plan", "--role", "boss"}},
+		{"sub with a missing channel", map[string]string{envvar.Channel: filepath.Join(runtimeDir, "gone"), envvar.TokenFile: filepath.Join(runtimeDir, "token")}, "", []string{"pi-extension", "plan", "--role=sub", "--protocol=" + proto}},
+		{"the extension's version", envOf(agent), req(map[string]any{"cwd": proj}), append(slices.Clone(main), "--extension-version", "v0.0.1")},
 	}
 	check := func() {
 		t.Helper()
@@ -150,7 +169,7 @@ func TestPlanDaemonInProcess(t *testing.T) {
 		}
 	}
 	gone := pibridge.DaemonRequest{V: pibridge.DaemonRequestVersion, Args: main, Dir: filepath.Join(t.TempDir(), "gone")}
-	if r, err := daemonApp.planRequest(gone); err == nil {
+	if r, err := answer(gone); err == nil {
 		t.Errorf("a plan in a missing directory answered %+v; want no answer, so the extension spawns it", r)
 	}
 	// Another test's goroutine may hold a file for a moment, so wait for
@@ -223,7 +242,8 @@ func TestPlanDaemonAnswersAsTheProcess(t *testing.T) {
 		{"a profile of a trusted project", req(map[string]any{"cwd": proj, "approve": true, "profile": "local"}), env, main},
 		{"an unknown profile", req(map[string]any{"cwd": proj, "profile": "nosuch"}), env, main},
 		{"no agent dir, no home", req(map[string]any{"cwd": proj}), []string{}, main},
-		{"a relative agent dir", req(map[string]any{"cwd": proj, "profile": "worker"}), []string{envvar.AgentDir + "=agent", "TMPDIR=" + tmp}, main},
+		{"the runs of a Main, under XDG_RUNTIME_DIR", req(map[string]any{"cwd": proj, "mainSession": "s-runs"}), []string{envvar.XDGRuntimeDir + "=" + tmp}, main},
+		{"an API key beside", req(map[string]any{"cwd": proj, "profile": "worker"}), append(slices.Clone(env), "OPENAI_API_KEY=sk-1"), main},
 	} {
 		dir := filepath.Dir(agent) // where "agent" above is relative to
 		cmd := exec.Command(facets, tc.args...)
@@ -294,30 +314,4 @@ func tryAskDaemon(socket string, req pibridge.DaemonRequest) (r pibridge.DaemonR
 		return r, false, fmt.Errorf("answer %q: %w", line, err)
 	}
 	return r, true, nil
-}
-
-// BenchmarkPlanRequest is what the plan daemon does for one Pi start: a
-// Main's plan with --profile on a one-profile tree, run in process as
-// planRequest runs it (docs/performance.md cites it).
-func BenchmarkPlanRequest(b *testing.B) {
-	agent := b.TempDir()
-	cfg := filepath.Join(agent, "facets", "profiles", "worker", "config.json")
-	if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(cfg, []byte(`{"version":1,"name":"worker","description":"Works","tools":["read","grep"]}`), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	stdin, _ := json.Marshal(map[string]any{"cwd": agent, "profile": "worker", "mainSession": "s"})
-	req := pibridge.DaemonRequest{V: pibridge.DaemonRequestVersion, Dir: agent, Stdin: string(stdin),
-		Args: []string{"pi-extension", "plan", "--role", "main", "--protocol", strconv.Itoa(pibridge.Protocol)},
-		Env:  []string{envvar.AgentDir + "=" + agent, envvar.Home + "=" + filepath.Join(agent, "home")}}
-	a := &app{getenv: func(string) string { return "" }}
-	b.ReportAllocs()
-	for b.Loop() {
-		reply, err := a.planRequest(req)
-		if err != nil || reply.Code != 0 {
-			b.Fatalf("plan: %v, exit %d: %s", err, reply.Code, reply.Stderr)
-		}
-	}
 }

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"time"
 
@@ -129,14 +126,12 @@ func newPiPlanCmd(a *app) *cobra.Command {
 				Extension: pibridge.Peer{Protocol: protocol, Version: extVersion}, Binary: bin}
 			defer lazyGC(false)()
 			plan := startup.Plan(call, a.readPlanRequest, a.getenv, a.home())
-			enc := json.NewEncoder(a.stdout)
-			enc.SetEscapeHTML(false)
-			if err := enc.Encode(plan); err != nil {
+			if err := startup.EncodePlan(a.stdout, plan); err != nil {
 				return err
 			}
 			// A plan the extension spawned starts the daemon that answers
 			// the next Pi's (best effort: without it, that Pi spawns again).
-			if sock := a.getenv(envvar.PlanSocket); sock != "" && !a.inDaemon && bin.Path != "" {
+			if sock := a.getenv(envvar.PlanSocket); sock != "" && bin.Path != "" {
 				_ = pibridge.StartDaemon(bin.Path, sock)
 			}
 			return nil
@@ -185,8 +180,8 @@ func thisBinary() pibridge.Peer {
 }
 
 // newPiDaemonCmd serves the extension's plan calls over a Unix socket
-// (pibridge.RunDaemon), each run as this CLI would run it in a process of
-// its own.
+// (pibridge.RunDaemon), each answered as this command would answer it in a
+// process of its own (startup.Answer).
 func newPiDaemonCmd(a *app) *cobra.Command {
 	var socket string
 	var idle time.Duration
@@ -203,8 +198,10 @@ func newPiDaemonCmd(a *app) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("plan daemon: locate this binary: %w", err)
 			}
+			bin := thisBinary()
 			err = pibridge.RunDaemon(cmd.Context(), pibridge.DaemonOptions{
-				Socket: socket, Executable: exe, Idle: idle, Poll: time.Second, Run: a.planRequest})
+				Socket: socket, Executable: exe, Idle: idle, Poll: time.Second,
+				Run: func(r pibridge.DaemonRequest) (pibridge.DaemonReply, error) { return startup.Answer(r, bin) }})
 			if errors.Is(err, pibridge.ErrDaemonRunning) {
 				return nil
 			}
@@ -214,41 +211,6 @@ func newPiDaemonCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&socket, "socket", "", "the socket to listen on")
 	cmd.Flags().DurationVar(&idle, "idle", 15*time.Minute, "exit after this long without a request")
 	return cmd
-}
-
-// planRequest runs one daemon request the way a process of its own would
-// run `facets ARGS`: the request's environment, working directory and
-// stdin, fresh streams. The daemon runs one at a time, so the working
-// directory can be the process's.
-func (a *app) planRequest(req pibridge.DaemonRequest) (pibridge.DaemonReply, error) {
-	env, environ := planEnv(req.Env)
-	if prev, err := os.Getwd(); err == nil {
-		defer os.Chdir(prev) // for a caller that is not a daemon, as tests are
-	}
-	if err := os.Chdir(req.Dir); err != nil {
-		return pibridge.DaemonReply{}, fmt.Errorf("plan request: %w", err)
-	}
-	var stdout, stderr bytes.Buffer
-	sub := &app{stdin: strings.NewReader(req.Stdin), stdout: &stdout, stderr: &stderr,
-		getenv: func(k string) string { return env[k] }, environ: environ, inDaemon: true}
-	code := sub.run(req.Args)
-	return pibridge.DaemonReply{Code: code, Stdout: stdout.String(), Stderr: stderr.String()}, nil
-}
-
-// planEnv keeps of a daemon request's environment only what a plan reads
-// (envvar.Plan), whatever a client sent: as a map and as the environ list.
-func planEnv(kvs []string) (map[string]string, []string) {
-	env := map[string]string{}
-	var environ []string
-	for _, kv := range kvs {
-		if k, v, ok := strings.Cut(kv, "="); ok && slices.Contains(envvar.Plan, k) {
-			if _, seen := env[k]; !seen {
-				env[k] = v // the first one wins, as getenv(3) finds it
-				environ = append(environ, kv)
-			}
-		}
-	}
-	return env, environ
 }
 
 // newPiServeCmd is the extension's long-lived helper; it speaks JSON lines

@@ -127,11 +127,15 @@ const (
 )
 
 // Plan is every variable a startup plan (facets pi-extension plan) reads,
-// Main or Sub, the last four only as defaults of other commands' flags
-// while the command tree is built: the Pi extension sends the plan daemon
-// these and nothing else of its environment (API keys stay in Pi), and the
-// daemon keeps only these of a request. The extension spells the same list
-// as PLAN_ENV; a test in cmd/facets keeps the plan's reads within this
-// list and that one equal to it.
-var Plan = []string{AgentDir, Home, XDGRuntimeDir, TmpDir, XDGCacheHome, Manifest, RolePacks, BundledRoles, PlanSocket, Channel, TokenFile, Token,
-	HerdrBin, StateDir, PiBridge, MainSession}
+// Main or Sub: the Pi extension sends the plan daemon these and nothing
+// else of its environment (API keys stay in Pi), and the daemon keeps only
+// these of a request. The extension spells the same list as PLAN_ENV; a
+// test in internal/startup keeps the plan's reads equal to this list and
+// that one equal to it.
+var Plan = []string{AgentDir, Home, XDGRuntimeDir, TmpDir, Manifest, RolePacks, BundledRoles, Channel, TokenFile, Token}
+
+// PlanPaths are the variables of Plan whose relative value a plan process
+// resolves against its own working directory (and may print as given): the
+// daemon, which has no such directory, leaves a plan with one of them to a
+// process.
+var PlanPaths = []string{AgentDir, Home, XDGRuntimeDir, TmpDir, Manifest, Channel, TokenFile}

@@ -24,9 +24,10 @@ import (
 // The plan daemon answers the extension's startup call (`facets pi-extension
 // plan`) over a Unix socket, so a Pi start costs a connect instead of a
 // process: Node forks its whole heap to spawn one, which is most of what
-// facets added to Pi's startup. It runs the same command with the caller's
-// arguments, environment, working directory and stdin, so its answer is the
-// one a fresh process would print; it keeps nothing between requests. The
+// facets added to Pi's startup. It answers with the function the plan
+// command calls, given the caller's arguments, environment (only what a
+// plan reads), working directory and stdin, so its answer is the one a
+// fresh process would print; it keeps nothing between requests. The
 // first Pi start after a login, an upgrade or an idle spell spawns the plan
 // as before, and that process starts the daemon for the next one.
 
@@ -104,11 +105,10 @@ type DaemonOptions struct {
 	Idle time.Duration
 	// Poll is how often it checks its socket, its binary and the idle time.
 	Poll time.Duration
-	// Run answers one request. The daemon calls it for one request at a
-	// time, so Run may change the working directory. An error means it
-	// could not run the command as a process would have (its working
-	// directory is gone): the daemon then sends no answer, and the
-	// extension spawns the plan.
+	// Run answers one request; the daemon calls it for one request at a
+	// time. An error means it cannot answer as a process would (a call the
+	// extension does not make, a working directory that is gone): the
+	// daemon then sends no answer, and the extension spawns the plan.
 	Run func(DaemonRequest) (DaemonReply, error)
 	// RequestTimeout bounds one Run (default DefaultRequestTimeout). A Run
 	// that takes longer gets no answer, so its extension spawns the plan,
