@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/facets-dev/facets/compiler"
-	"github.com/facets-dev/facets/internal/envvar"
+		"github.com/facets-dev/facets/internal/envvar"
+	"github.com/facets-dev/facets/internal/runtimeenv"
 	"github.com/facets-dev/facets/internal/termesc"
 )
 
@@ -39,9 +39,6 @@ type app struct {
 	// environ is the environment of the herdr processes facets starts (and
 	// the PATH herdr is looked up on); Main passes os.Environ().
 	environ []string
-	// inDaemon is set while the plan daemon runs a request (planRequest):
-	// that plan must not start another daemon.
-	inDaemon bool
 }
 
 // errDiagnostics signals that diagnostics were already printed and the
@@ -246,8 +243,7 @@ func newHelpCmd(root *cobra.Command) *cobra.Command {
 // home is the user's home directory, as os.UserHomeDir finds it on Unix.
 func (a *app) home() string { return a.getenv(envvar.Home) }
 
-// checkedManifests is where launches remember the frozen manifests that
-// passed #Manifest (compiler.UserCheckedManifests).
-func (a *app) checkedManifests() compiler.CheckedManifests {
-	return compiler.UserCheckedManifests(a.getenv)
+// runtimeEnv is what the runtime commands read of the app's process.
+func (a *app) runtimeEnv() runtimeenv.Env {
+	return runtimeenv.Env{Getenv: a.getenv, Environ: a.environ, Home: a.home()}
 }

@@ -8,19 +8,15 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/compiler/manifest"
-	"github.com/facets-dev/facets/herdr"
 	"github.com/facets-dev/facets/internal/envvar"
+	"github.com/facets-dev/facets/internal/runtimeenv"
 	"github.com/facets-dev/facets/internal/termesc"
-	"github.com/facets-dev/facets/profiles"
-	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
 	"github.com/facets-dev/facets/runtime/subs"
 )
@@ -29,11 +25,8 @@ import (
 // for, where runs and channels live, and how results are printed.
 type runFlags struct {
 	mainSession string
-	stateDir    string
-	runtimeDir  string
-	agentDir    string
+	dirs        runtimeenv.Dirs
 	format      string
-	herdrBin    string
 	app         *app
 }
 
@@ -41,12 +34,12 @@ func (f *runFlags) register(a *app, cmd *cobra.Command) {
 	f.app = a
 	fl := cmd.Flags()
 	fl.StringVar(&f.mainSession, "main-session", a.getenv(envvar.MainSession), "Main Pi session id (default $"+envvar.MainSession+")")
-	fl.StringVar(&f.stateDir, "state-dir", a.getenv(envvar.StateDir), "where runs and bindings are kept (default $"+envvar.StateDir+" or <agent-dir>/facets/state)")
-	fl.StringVar(&f.runtimeDir, "runtime-dir", "", "channel root (default $XDG_RUNTIME_DIR/pi-facets-<uid>)")
-	fl.StringVar(&f.agentDir, "agent-dir", "", "Pi agent dir (default $PI_CODING_AGENT_DIR or ~/.pi/agent)")
+	fl.StringVar(&f.dirs.StateDir, "state-dir", a.getenv(envvar.StateDir), "where runs and bindings are kept (default $"+envvar.StateDir+" or <agent-dir>/facets/state)")
+	fl.StringVar(&f.dirs.RuntimeDir, "runtime-dir", "", "channel root (default $XDG_RUNTIME_DIR/pi-facets-<uid>)")
+	fl.StringVar(&f.dirs.AgentDir, "agent-dir", "", "Pi agent dir (default $PI_CODING_AGENT_DIR or ~/.pi/agent)")
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")
 	completeValues(cmd, "format", "text", "json")
-	fl.StringVar(&f.herdrBin, "herdr-bin", a.getenv(envvar.HerdrBin), "the herdr executable (default $"+envvar.HerdrBin+", else $"+envvar.HerdrBinPath+", which Herdr sets in its panes, else herdr on PATH)")
+	fl.StringVar(&f.dirs.HerdrBin, "herdr-bin", a.getenv(envvar.HerdrBin), "the herdr executable (default $"+envvar.HerdrBin+", else $"+envvar.HerdrBinPath+", which Herdr sets in its panes, else herdr on PATH)")
 }
 
 func (f *runFlags) validate() error {
@@ -68,30 +61,24 @@ func (f *runFlags) requireMain(a *app) error {
 	return nil
 }
 
-// runtime builds the runtime the flags describe, with the real herdr.
+// runtime builds the runtime the flags describe (runtimeenv.Dirs.Runtime).
 func (f *runFlags) runtime(bridge string) (*subs.Runtime, error) {
 	if err := f.validate(); err != nil {
 		return nil, err
 	}
-	agentDir, err := profiles.AgentDir(f.agentDir, f.app.getenv, f.app.home())
-	if err != nil {
-		return nil, usageError{err}
+	rt, err := f.dirs.Runtime(bridge, f.app.runtimeEnv())
+	return rt, settingError(err)
+}
+
+// settingError makes a runtimeenv.SettingError, or a compiler.SourceError,
+// the usage error it is.
+func settingError(err error) error {
+	var se *runtimeenv.SettingError
+	var src *compiler.SourceError
+	if errors.As(err, &se) || errors.As(err, &src) {
+		return usageError{err}
 	}
-	state := f.stateDir
-	if state == "" {
-		state = subs.DefaultStateDir(agentDir)
-	}
-	root := f.runtimeDir
-	if root == "" {
-		root = channel.RuntimeRoot(f.app.getenv)
-	}
-	return &subs.Runtime{
-		Surface:     herdr.NewCLI(herdr.BinaryPath(f.herdrBin, f.app.getenv), f.app.getenv, f.app.environ),
-		Store:       subs.Store{Dir: state},
-		ChannelRoot: root,
-		Bridge:      bridge,
-		AgentDir:    agentDir,
-	}, nil
+	return err
 }
 
 // textResult is what a Main's operation returns: its details, and its text.
@@ -210,67 +197,37 @@ func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 }
 
-// manifestFlags say where the launch snapshot comes from: a compiled
-// manifest file, or an in-process compile of the Main's sources.
+// manifestFlags say where the launch snapshot comes from
+// (runtimeenv.Snapshot): a compiled manifest file, or an in-process compile
+// of the Main's sources.
 type manifestFlags struct {
-	manifest string
-	bridge   string
-	src      sourceFlags
+	snap runtimeenv.Snapshot
 }
 
 func (f *manifestFlags) register(a *app, cmd *cobra.Command) {
-	f.src.getenv, f.src.home = a.getenv, a.home()
 	fl := cmd.Flags()
-	fl.StringVar(&f.manifest, "manifest", a.getenv(envvar.Manifest), "frozen manifest from facets compile --out (default $"+envvar.Manifest+"; if unset, compile the sources now)")
-	fl.StringVar(&f.bridge, "bridge", a.getenv(envvar.PiBridge), "absolute path of the Facets Pi bridge extension (default $"+envvar.PiBridge+")")
+	fl.StringVar(&f.snap.Manifest, "manifest", a.getenv(envvar.Manifest), "frozen manifest from facets compile --out (default $"+envvar.Manifest+"; if unset, compile the sources now)")
+	fl.StringVar(&f.snap.Bridge, "bridge", a.getenv(envvar.PiBridge), "absolute path of the Facets Pi bridge extension (default $"+envvar.PiBridge+")")
 	// The compile flags of sourceFlags, except that the Main's cwd is
 	// --main-cwd: --cwd is the Sub's working directory here.
-	fl.StringVar(&f.src.cwd, "main-cwd", ".", "working directory of the Main Pi (when compiling)")
-	fl.BoolVar(&f.src.trust, "trust", false, "treat the project as trusted, overriding Pi's trust settings (when compiling)")
-	fl.BoolVar(&f.src.noTrust, "no-trust", false, "treat the project as untrusted, overriding Pi's trust settings (when compiling)")
-	fl.StringArrayVar(&f.src.rolePacks, "role-pack", nil, "role pack path (when compiling); repeatable")
-	fl.StringVar(&f.src.bundledRoles, "bundled-roles", "", "bundled roles directory (when compiling)")
+	src := &f.snap.Sources
+	fl.StringVar(&src.Cwd, "main-cwd", ".", "working directory of the Main Pi (when compiling)")
+	fl.BoolVar(&src.Trust, "trust", false, "treat the project as trusted, overriding Pi's trust settings (when compiling)")
+	fl.BoolVar(&src.NoTrust, "no-trust", false, "treat the project as untrusted, overriding Pi's trust settings (when compiling)")
+	fl.StringArrayVar(&src.RolePacks, "role-pack", nil, "role pack path (when compiling); repeatable")
+	fl.StringVar(&src.BundledRoles, "bundled-roles", "", "bundled roles directory (when compiling)")
 	cmd.MarkFlagsMutuallyExclusive("trust", "no-trust")
 	cmd.MarkFlagsMutuallyExclusive("manifest", "trust")
 	cmd.MarkFlagsMutuallyExclusive("manifest", "no-trust")
 }
 
-// load returns the manifest and the absolute bridge path.
+// load returns the manifest and the absolute bridge path; a compile sees
+// the runtime's --agent-dir.
 func (f *manifestFlags) load(run *runFlags, profile string) (*manifest.Manifest, string, error) {
-	if f.bridge == "" {
-		return nil, "", usageError{errors.New("no Pi bridge: pass --bridge or set " + envvar.PiBridge)}
-	}
-	bridge, err := filepath.Abs(f.bridge)
-	if err != nil {
-		return nil, "", usageError{err}
-	}
-	// A Sub started with a missing -e file would come up without Facets and
-	// never answer; refuse before anything is launched.
-	if fi, err := os.Stat(bridge); err != nil || !fi.Mode().IsRegular() {
-		return nil, "", usageError{fmt.Errorf("Pi bridge %s is not a file: run facets pi-extension install, then pass --bridge \"$(facets pi-extension --path)\" or set %s to it", f.bridge, envvar.PiBridge)}
-	}
-	if f.manifest != "" {
-		m, err := run.app.checkedManifests().Load(f.manifest)
-		if err != nil {
-			return nil, "", usageError{err}
-		}
-		return m, bridge, nil
-	}
-	f.src.agentDir = run.agentDir
-	m, ds, _, err := f.src.compile([]string{profile})
-	if err != nil {
-		return nil, "", err
-	}
-	if compiler.HasErrors(ds) {
-		var msgs []string
-		for _, d := range ds {
-			if d.Severity == compiler.Error {
-				msgs = append(msgs, d.Message)
-			}
-		}
-		return nil, "", fmt.Errorf("profile %s does not compile: %s", profile, strings.Join(msgs, "; "))
-	}
-	return m, bridge, nil
+	f.snap.Sources.AgentDir = run.dirs.AgentDir
+	defer lazyGC(false)()
+	m, bridge, err := f.snap.Load(profile, run.app.runtimeEnv())
+	return m, bridge, settingError(err)
 }
 
 // toolSourceHelp documents --tool-source for delegate and invoke.
