@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-		"github.com/facets-dev/facets/internal/envvar"
+	"github.com/facets-dev/facets/internal/envvar"
 	"github.com/facets-dev/facets/internal/runtimeenv"
 	"github.com/facets-dev/facets/internal/termesc"
 )
