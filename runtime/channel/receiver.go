@@ -229,7 +229,7 @@ func (r *Receiver) dropCursor(run string) {
 
 // ScanMoved is Scan for a wake whose only cause is the message files
 // names, moved into the inbox of ch (their file events, in the order they
-// came; the Linux watcher calls it through WatchOptions.ScanMoved). While
+// came; the Watcher calls it through WatchOptions.ScanMoved). While
 // the run's cursor stands, a named file that is valid and carries exactly
 // the cursor's sequence is delivered without listing the inbox: a listing
 // would find nothing it may not overtake, since every message below the

@@ -9,9 +9,8 @@ import (
 	"time"
 )
 
-// What both watchers share: the Watcher type itself is each platform's
-// (watch_linux.go reads inotify, watch_other.go uses fsnotify), with the
-// fields these methods use.
+// The Watcher's bookkeeping of channels and wakes; its file events and
+// loop are in watch_events.go.
 
 // DefaultRescan is the period of the fallback scan, which catches what file
 // events missed and re-attaches watches.

@@ -1,21 +1,19 @@
-//go:build linux
-
 package channel
 
 import (
-	"encoding/binary"
+	"errors"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"github.com/google/go-cmp/cmp"
-	"golang.org/x/sys/unix"
 )
 
-// TestWatcherDeliversMovedFilesWithoutListing: through real inotify
-// events, every message sent after the watcher's first scan is delivered
+// TestWatcherDeliversMovedFilesWithoutListing: through real file events
+// (inotify here, through fsnotify), every message sent after the watcher's first scan is delivered
 // without listing the inbox (the writer publishes by rename, and nothing
 // else wakes the channel).
 func TestWatcherDeliversMovedFilesWithoutListing(t *testing.T) {
@@ -44,38 +42,21 @@ func TestWatcherDeliversMovedFilesWithoutListing(t *testing.T) {
 	}
 }
 
-// inotifyEvent encodes one inotify event as the kernel does.
-func inotifyEvent(wd int32, mask uint32, name string) []byte {
-	size := 0
-	if name != "" {
-		size = (len(name) + 1 + 15) / 16 * 16 // NUL-padded, as the kernel aligns names
-	}
-	buf := make([]byte, unix.SizeofInotifyEvent+size)
-	binary.NativeEndian.PutUint32(buf[0:], uint32(wd))
-	binary.NativeEndian.PutUint32(buf[4:], mask)
-	binary.NativeEndian.PutUint32(buf[12:], uint32(size))
-	copy(buf[unix.SizeofInotifyEvent:], name)
-	return buf
-}
-
-// fakeWatches gives a watcher without inotify the watch descriptors 1
-// (the inbox of c) and 2 (its channel dir), so parseEvents can be fed
-// events that never come from a kernel.
+// fakeWatches gives a watcher without file events the watches of c's
+// inbox and channel dir, so noteEvent can be fed events that never come
+// from a kernel.
 func fakeWatches(w *Watcher, c *Channel) {
-	inbox := filepath.Join(c.Dir(), string(w.direction))
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.slots[inbox] = slot{dir: c.Dir(), inbox: true, wd: 1}
-	w.wds[1] = inbox
-	w.slots[c.Dir()] = slot{dir: c.Dir(), wd: 2}
-	w.wds[2] = c.Dir()
+	w.slots[filepath.Join(c.Dir(), string(w.direction))] = slot{dir: c.Dir(), inbox: true}
+	w.slots[c.Dir()] = slot{dir: c.Dir()}
 }
 
-// TestParseEventsNamesOnlyMovedFiles: a channel woken only by message
-// files moved into its inbox carries their names in event order; a file
-// created or written in place, a control file or a queue overflow (before
-// or after) makes its wake a full scan, and temp files wake nothing.
-func TestParseEventsNamesOnlyMovedFiles(t *testing.T) {
+// TestNoteEventNamesOnlyMovedFiles: a channel woken only by message files
+// that appeared in its inbox carries their names in event order; a file
+// written in place, a control file or a queue overflow (before or after)
+// makes its wake a full scan, and temp files and removals wake nothing.
+func TestNoteEventNamesOnlyMovedFiles(t *testing.T) {
 	c := newTestChannel(t)
 	w, err := NewWatcher(ToMain, func(*Channel) {}, WatchOptions{noNotify: true, Rescan: time.Hour})
 	if err != nil {
@@ -85,30 +66,39 @@ func TestParseEventsNamesOnlyMovedFiles(t *testing.T) {
 	w.Add(c)
 	w.Flush()
 	fakeWatches(w, c)
-	moved := func(name string) []byte { return inotifyEvent(1, unix.IN_MOVED_TO, name) }
-	overflow := inotifyEvent(-1, unix.IN_Q_OVERFLOW, "")
+	inbox := filepath.Join(c.Dir(), string(ToMain))
+	in := func(op fsnotify.Op, name string) fsnotify.Event {
+		return fsnotify.Event{Name: filepath.Join(inbox, name), Op: op}
+	}
+	moved := func(name string) fsnotify.Event { return in(fsnotify.Create, name) }
+	overflow := errors.New("queue overflow")
 	full := map[string]wake{c.Dir(): {full: true}}
 	cases := []struct {
 		name   string
-		events [][]byte
+		events []any // fsnotify.Event or error
 		want   map[string]wake
 	}{
-		{"moved", [][]byte{moved("a.json"), moved("b.json")}, map[string]wake{c.Dir(): {moved: []string{"a.json", "b.json"}}}},
-		{"temp files", [][]byte{inotifyEvent(1, unix.IN_CREATE, "a.json.1.ab.tmp"), inotifyEvent(1, unix.IN_MODIFY, "a.json.1.ab.tmp")}, map[string]wake{}},
-		{"created in place", [][]byte{moved("a.json"), inotifyEvent(1, unix.IN_CREATE, "b.json"), moved("c.json")}, full},
-		{"written in place", [][]byte{moved("a.json"), inotifyEvent(1, unix.IN_MODIFY, "a.json")}, full},
-		{"control file", [][]byte{moved("a.json"), inotifyEvent(2, unix.IN_MOVED_TO, sessionName)}, full},
-		{"overflow after", [][]byte{moved("a.json"), overflow}, full},
-		{"overflow before", [][]byte{overflow, moved("a.json")}, full},
+		{"moved", []any{moved("a.json"), moved("b.json")}, map[string]wake{c.Dir(): {moved: []string{"a.json", "b.json"}}}},
+		{"temp files", []any{in(fsnotify.Create, "a.json.1.ab.tmp"), in(fsnotify.Write, "a.json.1.ab.tmp")}, map[string]wake{}},
+		{"removed and renamed away", []any{in(fsnotify.Remove, "a.json"), in(fsnotify.Rename, "b.json"), in(fsnotify.Chmod, "c.json")}, map[string]wake{}},
+		{"written in place", []any{moved("a.json"), in(fsnotify.Write, "a.json"), moved("c.json")}, full},
+		{"created and written at once", []any{in(fsnotify.Create|fsnotify.Write, "a.json")}, full},
+		{"control file", []any{moved("a.json"), fsnotify.Event{Name: filepath.Join(c.Dir(), sessionName), Op: fsnotify.Create}}, full},
+		{"another side's control file", []any{fsnotify.Event{Name: filepath.Join(c.Dir(), closeFile), Op: fsnotify.Create}}, map[string]wake{}},
+		{"overflow after", []any{moved("a.json"), overflow}, full},
+		{"overflow before", []any{overflow, moved("a.json")}, full},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var buf []byte
-			for _, e := range tc.events {
-				buf = append(buf, e...)
-			}
 			got := map[string]wake{}
-			w.parseEvents(buf, got)
+			for _, e := range tc.events {
+				switch e := e.(type) {
+				case fsnotify.Event:
+					w.noteEvent(e, got)
+				case error:
+					w.noteError(e, got)
+				}
+			}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(wake{})); diff != "" {
 				t.Errorf("wakes (-want +got):\n%s", diff)
 			}
@@ -155,8 +145,13 @@ func TestWatcherOverflowScansInFull(t *testing.T) {
 	for _, text := range []string{"one", "two", "three"} {
 		sent = append(sent, mustSend(t, c, ToMain, text))
 	}
+	inbox := filepath.Join(c.Dir(), string(ToMain))
+	movedIn := func(m Message) fsnotify.Event {
+		return fsnotify.Event{Name: filepath.Join(inbox, movedName(m)), Op: fsnotify.Create}
+	}
 	pending := map[string]wake{}
-	w.parseEvents(append(inotifyEvent(1, unix.IN_MOVED_TO, movedName(sent[0])), inotifyEvent(-1, unix.IN_Q_OVERFLOW, "")...), pending)
+	w.noteEvent(movedIn(sent[0]), pending)
+	w.noteError(errors.New("queue overflow"), pending)
 	fullsBefore, _ := counts()
 	listed := lc.count()
 	w.scanPending(pending)
@@ -166,7 +161,8 @@ func TestWatcherOverflowScansInFull(t *testing.T) {
 	for _, text := range []string{"four", "five"} {
 		sent = append(sent, mustSend(t, c, ToMain, text))
 	}
-	w.parseEvents(append(inotifyEvent(1, unix.IN_MOVED_TO, movedName(sent[3])), inotifyEvent(1, unix.IN_MOVED_TO, movedName(sent[4]))...), pending)
+	w.noteEvent(movedIn(sent[3]), pending)
+	w.noteEvent(movedIn(sent[4]), pending)
 	listed = lc.count()
 	w.scanPending(pending)
 	if _, m := counts(); m != 1 || lc.count() != listed {

@@ -1,11 +1,10 @@
-//go:build !linux
-
-// The portable watcher: file events through fsnotify (kqueue on macOS and
-// the BSDs), scanned on the watcher's own goroutine. Linux has its own,
-// reading inotify directly (watch_linux.go); both share the behaviour the
-// watcher tests check, which run on Linux.
-
 package channel
+
+// The watcher's file events come through fsnotify (inotify on Linux,
+// kqueue on macOS and the BSDs) and are scanned on the watcher's own
+// goroutine. One watcher on every platform: the tests that run in CI run
+// this code. docs/performance.md has its latency against the floor and
+// against a watcher that read inotify directly.
 
 import (
 	"errors"
@@ -24,8 +23,15 @@ type WatchOptions struct {
 	Rescan time.Duration // period of the fallback scan that also re-attaches watches
 	// Report receives watch failures, once per distinct failure per channel.
 	Report func(error)
-	// ScanMoved is Linux's (see watch_linux.go): kqueue names no file
-	// that appeared in a directory, so here every wake calls scan.
+	// ScanMoved, when set, takes the wakes of a channel whose only cause
+	// is message files that appeared in its inbox (a writer's renames),
+	// with their names in the order of their events, typically to
+	// Receiver.ScanMoved plus what scan does besides Receiver.Scan. Every
+	// other wake (a file written in place, a control file, a watch error,
+	// Add, Flush, the rescan) calls scan. fsnotify reports a file renamed
+	// into a directory as created there, as it does one created in place;
+	// ScanMoved must therefore judge each file it is named (a partial one
+	// is for a full scan), as Receiver.ScanMoved does.
 	ScanMoved func(ch *Channel, names []string)
 
 	// noNotify disables fsnotify so tests can prove the rescan alone delivers.
@@ -84,7 +90,7 @@ func NewWatcher(d Direction, scan func(*Channel), opts WatchOptions) (*Watcher, 
 	if !opts.noNotify {
 		fw, err := fsnotify.NewBufferedWatcher(eventBuffer)
 		if err != nil {
-			// Without inotify the rescan still delivers, only slower.
+			// Without file events the rescan still delivers, only slower.
 			opts.Report(fmt.Errorf("file watching unavailable; the %v scan remains active: %w", opts.Rescan, err))
 		} else {
 			w.fw = fw
@@ -100,13 +106,21 @@ func (w *Watcher) drop(dir string) {
 		return
 	}
 	for _, p := range w.paths(dir) {
-		if _, ok := w.slots[p]; ok {
-			_ = w.fw.Remove(p)
-			delete(w.slots, p)
-		}
+		w.detach(p)
 	}
 	delete(w.channels, dir)
 	delete(w.dirty, dir)
+}
+
+// detach drops the watch of path, if attached; w.mu is held. fsnotify
+// refuses to remove a watch whose directory is gone (its kernel watch is
+// gone with it), which is fine here.
+func (w *Watcher) detach(path string) {
+	if _, ok := w.slots[path]; !ok {
+		return
+	}
+	delete(w.slots, path)
+	_ = w.fw.Remove(path)
 }
 
 // Close stops the watcher and waits until its goroutine, timers and
@@ -144,7 +158,7 @@ func (w *Watcher) attach(dir string) {
 			continue
 		}
 		if err := w.fw.Add(p); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("watch %s: %w", p, err))
 			continue
 		}
 		w.slots[p] = slot{dir: dir, inbox: i == 1}
@@ -182,13 +196,14 @@ func (w *Watcher) slotRemoved(ev fsnotify.Event) bool {
 }
 
 // classify maps an event to the channel it wakes, detaching a watch whose
-// directory went away so the rescan can retry it.
-func (w *Watcher) classify(ev fsnotify.Event) (string, bool) {
+// directory went away so the rescan can retry it; moved is set for a
+// message file that appeared in the inbox.
+func (w *Watcher) classify(ev fsnotify.Event) (dir string, ok, moved bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if s, ok := w.slots[ev.Name]; ok && ev.Op&(fsnotify.Remove|fsnotify.Rename) != 0 {
-		delete(w.slots, ev.Name)
-		return s.dir, true
+		w.detach(ev.Name)
+		return s.dir, true, false
 	}
 	s, ok := w.slots[filepath.Dir(ev.Name)]
 	// Removing or renaming a file away never adds a message or a control
@@ -196,12 +211,15 @@ func (w *Watcher) classify(ev fsnotify.Event) (string, bool) {
 	// waking it again, and a channel being removed from being scanned
 	// half-removed.
 	if ev.Op&(fsnotify.Create|fsnotify.Write) == 0 {
-		return "", false
+		return "", false, false
 	}
 	if !ok || !wakes(w.direction, s.inbox, filepath.Base(ev.Name)) {
-		return "", false
+		return "", false, false
 	}
-	return s.dir, true
+	// A file created (or renamed in) that is not also being written: its
+	// name is all a receiver with a cursor needs. A write in place, or a
+	// control file, is for a full scan.
+	return s.dir, true, s.inbox && ev.Op == fsnotify.Create
 }
 
 // eventBuffer is how many file events fsnotify may hold for the loop while
@@ -222,9 +240,9 @@ func (w *Watcher) run() {
 	}
 	rescan := time.NewTicker(w.opts.Rescan)
 	defer rescan.Stop()
-	pending := map[string]bool{}
+	pending := map[string]wake{}
 	var waiters []chan struct{} // Flush calls to answer after the next scans
-	mark := func(dir string) { pending[dir] = true }
+	mark := func(dir string) { pending[dir] = wake{full: true} }
 	// handle takes one input, waiting for it if block is set; it reports
 	// false once the watcher closes, and took=false when nothing was ready.
 	handle := func(block bool) (ok, took bool) {
@@ -270,27 +288,13 @@ func (w *Watcher) run() {
 				events = nil
 				break
 			}
-			removed := w.slotRemoved(in.ev)
-			if dir, ok := w.classify(in.ev); ok {
-				if removed {
-					// Usually the channel is being removed (its inbox goes
-					// before the channel dir): scanning it mid-removal would
-					// report a broken channel, so let the removal finish.
-					time.AfterFunc(removalSettle, func() { w.markLater(dir) })
-					break
-				}
-				mark(dir)
-			}
+			w.noteEvent(in.ev, pending)
 		case inError:
 			if !in.errOK {
 				errs = nil
 				break
 			}
-			// An overflow or watch error may hide events of any channel.
-			w.opts.Report(fmt.Errorf("file watching error; the %v scan remains active: %w", w.opts.Rescan, in.err))
-			for dir := range w.snapshot() {
-				mark(dir)
-			}
+			w.noteError(in.err, pending)
 		case inPoke:
 			w.markDirty(mark)
 		case inFlush:
@@ -317,9 +321,7 @@ func (w *Watcher) run() {
 				break
 			}
 		}
-		dirs := slices.Sorted(maps.Keys(pending))
-		clear(pending)
-		w.scanAll(dirs, nil)
+		w.scanPending(pending)
 		// Flushes asked before this drain are answered after it: what they
 		// marked is scanned by now.
 		for _, done := range waiters {
@@ -327,6 +329,47 @@ func (w *Watcher) run() {
 		}
 		waiters = nil
 	}
+}
+
+// noteEvent marks in pending the channel ev wakes: with the name of a
+// message file that appeared in its inbox, as long as nothing else woke
+// it; else for a full scan. A watched directory that went away is scanned
+// a moment later instead.
+func (w *Watcher) noteEvent(ev fsnotify.Event, pending map[string]wake) {
+	removed := w.slotRemoved(ev)
+	dir, ok, moved := w.classify(ev)
+	switch {
+	case !ok:
+	case removed:
+		// Usually the channel is being removed (its inbox goes before the
+		// channel dir): scanning it mid-removal would report a broken
+		// channel, so let the removal finish.
+		time.AfterFunc(removalSettle, func() { w.markLater(dir) })
+	case moved:
+		if wk, seen := pending[dir]; !seen || !wk.full {
+			pending[dir] = wake{moved: append(wk.moved, filepath.Base(ev.Name))}
+		}
+	default:
+		pending[dir] = wake{full: true}
+	}
+}
+
+// noteError marks every channel for a full scan: an event queue overflow
+// or a watch error may hide events of any of them.
+func (w *Watcher) noteError(err error, pending map[string]wake) {
+	w.opts.Report(fmt.Errorf("file watching error; the %v scan remains active: %w", w.opts.Rescan, err))
+	for dir := range w.snapshot() {
+		pending[dir] = wake{full: true}
+	}
+}
+
+// scanPending scans the channels in pending in a fixed order and empties it.
+func (w *Watcher) scanPending(pending map[string]wake) {
+	if len(pending) == 0 {
+		return
+	}
+	w.scanAll(slices.Sorted(maps.Keys(pending)), pending)
+	clear(pending)
 }
 
 // loopInput is one thing the watcher's loop took.
