@@ -129,15 +129,12 @@ func (f *receiveFlags) openWithStore() (*channel.Channel, channel.Direction, cha
 	if err != nil {
 		return nil, "", nil, nil, err
 	}
-	if f.receipts == "" {
-		return c, d, channel.NewMemoryReceipts(), func() { c.Close() }, nil
-	}
-	s, err := channel.OpenFileReceipts(f.receipts)
+	store, closeStore, err := channel.OpenReceipts(f.receipts)
 	if err != nil {
 		c.Close()
 		return nil, "", nil, nil, err
 	}
-	return c, d, s, func() { s.Close(); c.Close() }, nil
+	return c, d, store, func() { closeStore(); c.Close() }, nil
 }
 
 func newChannelRecvCmd(a *app) *cobra.Command {
@@ -192,17 +189,9 @@ func newChannelWatchCmd(a *app) *cobra.Command {
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			p := channel.NewPrinter(a.stdout, a.stderr, store, count, cancel)
-			rx := channel.NewReceiver(d, store, p.Submit, p.Report)
-			w, err := channel.NewWatcher(d, func(c *channel.Channel) { rx.Scan(c) }, channel.WatchOptions{
-				Report:    func(err error) { fmt.Fprintf(a.stderr, "facets: %s\n", termesc.Escape(err.Error())) },
-				ScanMoved: func(c *channel.Channel, names []string) { rx.ScanMoved(c, names) },
+			return channel.Follow(ctx, c, channel.NewReceiver(d, store, p.Submit, p.Report), func(err error) {
+				fmt.Fprintf(a.stderr, "facets: %s\n", termesc.Escape(err.Error()))
 			})
-			if err != nil {
-				return err
-			}
-			w.Add(c)
-			<-ctx.Done()
-			return w.Close()
 		},
 	}
 	f.register(a, cmd)

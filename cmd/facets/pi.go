@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -69,18 +68,12 @@ answers later starts' plans over a Unix socket, so they spawn no process;
 			if err != nil {
 				return err
 			}
-			bin, err := os.Executable()
-			if err == nil {
-				bin, err = filepath.EvalSymlinks(bin)
-			}
+			bin, warning, err := pibridge.RecordedBinary(os.Executable())
 			if err != nil {
-				return fmt.Errorf("locate the facets binary: %w", err)
+				return err
 			}
-			// A `go run` binary lives in a build cache directory that is
-			// deleted afterwards; recording it would break the extension.
-			if strings.Contains(bin, string(filepath.Separator)+"go-build") {
-				fmt.Fprintf(a.stderr, "facets: %s is a temporary go run binary; the extension will run \"facets\" from PATH\n", bin)
-				bin = ""
+			if warning != "" {
+				fmt.Fprintf(a.stderr, "facets: %s\n", warning)
 			}
 			path, err := pibridge.Write(d, pibridge.Config{FacetsBin: bin, FacetsVersion: facetsVersion()})
 			if err != nil {
@@ -125,7 +118,7 @@ func newPiPlanCmd(a *app) *cobra.Command {
 			call := startup.Call{Role: role, Profile: profile, Manifest: manifest, MainSession: mainSession, Sources: src.sources(),
 				Extension: pibridge.Peer{Protocol: protocol, Version: extVersion}, Binary: bin}
 			defer lazyGC(false)()
-			plan := startup.Plan(call, a.readPlanRequest, a.getenv, a.home())
+			plan := startup.Plan(call, startup.RequestFrom(a.stdin), a.getenv, a.home())
 			if err := startup.EncodePlan(a.stdout, plan); err != nil {
 				return err
 			}
@@ -145,23 +138,6 @@ func newPiPlanCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&mainSession, "main-session", "", "Pi session id of the Main (role main): whether it has runs to serve")
 	cmd.Flags().StringVar(&extVersion, "extension-version", "", "build version of the facets that installed the extension (the handshake)")
 	return cmd
-}
-
-// readPlanRequest applies the request the extension writes on the plan's
-// stdin (pibridge.PlanRequest) over the call's flags. A terminal on stdin
-// is a person running the hidden command by hand: it is not read.
-func (a *app) readPlanRequest(c *startup.Call) error {
-	if f, ok := a.stdin.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			return nil
-		}
-	}
-	req, ok, err := pibridge.ReadRequest(a.stdin)
-	if err != nil || !ok {
-		return err
-	}
-	c.Apply(req)
-	return nil
 }
 
 // handshakeFlags registers --protocol: the extension's pibridge.Protocol.

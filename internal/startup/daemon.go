@@ -42,19 +42,30 @@ func Answer(req pibridge.DaemonRequest, binary pibridge.Peer) (pibridge.DaemonRe
 	c.Sources.Cwd = req.Dir
 	c.Manifest = getenv(envvar.Manifest)
 	c.Binary = binary
-	read := func(c *Call) error {
-		r, ok, err := pibridge.ReadRequest(strings.NewReader(req.Stdin))
-		if err != nil || !ok {
-			return err
-		}
-		c.Apply(r)
-		return nil
-	}
 	var out bytes.Buffer
-	if err := EncodePlan(&out, Plan(c, read, getenv, getenv(envvar.Home))); err != nil {
+	if err := EncodePlan(&out, Plan(c, RequestFrom(strings.NewReader(req.Stdin)), getenv, getenv(envvar.Home))); err != nil {
 		return pibridge.DaemonReply{}, err
 	}
 	return pibridge.DaemonReply{Stdout: out.String()}, nil
+}
+
+// RequestFrom is Plan's read: it applies the request the extension writes
+// on the plan's stdin (pibridge.PlanRequest) over the call's flags. A
+// terminal is a person running the hidden command by hand: it is not read.
+func RequestFrom(stdin io.Reader) func(*Call) error {
+	return func(c *Call) error {
+		if f, ok := stdin.(*os.File); ok {
+			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+				return nil
+			}
+		}
+		req, ok, err := pibridge.ReadRequest(stdin)
+		if err != nil || !ok {
+			return err
+		}
+		c.Apply(req)
+		return nil
+	}
 }
 
 // EncodePlan writes plan as the one JSON line the extension reads.

@@ -334,3 +334,16 @@ func (s *FileReceipts) Close() error {
 	}
 	return nil
 }
+
+// OpenReceipts opens the receipt log at path (OpenFileReceipts), or an
+// in-memory store when path is empty; closeStore releases it.
+func OpenReceipts(path string) (store ReceiptStore, closeStore func() error, err error) {
+	if path == "" {
+		return NewMemoryReceipts(), func() error { return nil }, nil
+	}
+	s, err := OpenFileReceipts(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, s.Close, nil
+}

@@ -1,6 +1,7 @@
 package channel
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -603,4 +604,20 @@ func (r *Receiver) reportMore(dir string, problems []Problem) {
 	for _, p := range fresh {
 		r.report(p)
 	}
+}
+
+// Follow delivers the messages of c to rx until ctx ends: a scan at once,
+// then one per file event and rescan (a Watcher of rx's direction, with
+// rx.ScanMoved for moved-in files). Watch failures go to report.
+func Follow(ctx context.Context, c *Channel, rx *Receiver, report func(error)) error {
+	w, err := NewWatcher(rx.direction, func(ch *Channel) { rx.Scan(ch) }, WatchOptions{
+		Report:    report,
+		ScanMoved: func(ch *Channel, names []string) { rx.ScanMoved(ch, names) },
+	})
+	if err != nil {
+		return err
+	}
+	w.Add(c)
+	<-ctx.Done()
+	return w.Close()
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/facets-dev/facets/internal/safefile"
 )
@@ -69,6 +70,24 @@ type Config struct {
 // resolved it (profiles.AgentDir), so nothing here reads the environment.
 func DefaultDir(agentDir string) string {
 	return filepath.Join(agentDir, "extensions", "facets")
+}
+
+// RecordedBinary is the path of this binary (exe and exeErr, as
+// os.Executable returns them, symlinks resolved) that Write records for the
+// extension. A `go run` binary lives in a build cache directory that is
+// deleted afterwards: for it the path is empty (the extension runs
+// "facets" from PATH) and warning says so.
+func RecordedBinary(exe string, exeErr error) (path, warning string, err error) {
+	if exeErr == nil {
+		exe, exeErr = filepath.EvalSymlinks(exe)
+	}
+	if exeErr != nil {
+		return "", "", fmt.Errorf("locate the facets binary: %w", exeErr)
+	}
+	if strings.Contains(exe, string(filepath.Separator)+"go-build") {
+		return "", exe + ` is a temporary go run binary; the extension will run "facets" from PATH`, nil
+	}
+	return exe, "", nil
 }
 
 // Write installs the extension into dir (created with mode 0755 if
