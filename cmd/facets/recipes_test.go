@@ -484,6 +484,39 @@ func TestPreCommitRecipe(t *testing.T) {
 	if strings.Contains(out, home) {
 		t.Errorf("the hook read the committer's home:\n%s", out)
 	}
+
+	// Installed as a git hook, it judges every commit, also one that only
+	// deletes: a skill directory a profile names, or the last profile.
+	git(repo, "rm", "-q", "-r", "-f", "svc", ".pi/agents")
+	writeFiles(t, repo, map[string]string{
+		".pi/facets/profiles/good/config.json": `{"version":1,"name":"good","tools":["read"],"skills":["lint"]}`,
+		".pi/skills/lint/SKILL.md":             "---\nname: lint\ndescription: Lints.\n---\nLint.\n",
+	})
+	git(repo, "add", "-A")
+	runTool(t, env, repo, "pre-commit", "install")
+	git(repo, "commit", "-q", "-m", "a profile and its skill")
+	commit := func(msg string) (int, string) {
+		t.Helper()
+		cmd := exec.Command("git", "commit", "-q", "-m", msg)
+		cmd.Dir, cmd.Env = repo, env
+		out, _ := cmd.CombinedOutput()
+		return cmd.ProcessState.ExitCode(), string(out)
+	}
+	for _, tc := range []struct{ name, path, want string }{
+		{"the skill a profile names", ".pi/skills/lint", "[unknown-skill]"},
+		{"the last profile", ".pi/facets/profiles/good", "[no-profiles]"},
+	} {
+		git(repo, "rm", "-q", "-r", tc.path)
+		if code, out := commit("delete " + tc.name); code == 0 || !strings.Contains(out, tc.want) {
+			t.Errorf("deleting %s: git commit exit %d, want a refusal naming %s:\n%s", tc.name, code, tc.want, out)
+		}
+		git(repo, "reset", "-q", "--hard")
+	}
+	writeFiles(t, repo, map[string]string{"README.md": "A repository.\n"})
+	git(repo, "add", "-A")
+	if code, out := commit("a readme"); code != 0 {
+		t.Errorf("a commit to a sound repository: exit %d\n%s", code, out)
+	}
 }
 
 // preCommitEnv is the environment of the pre-commit test: a HOME and a
