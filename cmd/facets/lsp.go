@@ -18,7 +18,10 @@ exactly the diagnostics facets check reports for that file (from the unsaved
 buffer, in the file's real scope), plus completion and hover from the schema.
 
 The scope is a Main Pi started in the editor's workspace folder, or in --cwd
-when it is given; the other source flags are check's.`,
+when it is given; the other source flags are check's. A file of a Git
+repository whose project is not trusted gets what check --project-only
+(CI's check) reports for it, and one line saying Pi will not load it until
+the project is trusted.`,
 		Example: `  facets lsp
   facets lsp --agent-dir ~/.pi/agent --trust`,
 		Args: cobra.NoArgs,
@@ -31,6 +34,9 @@ when it is given; the other source flags are check's.`,
 						f.cwd = root
 					}
 					return f.options()
+				},
+				Repository: func(root string) (compiler.Options, error) {
+					return compiler.Sources{Cwd: root, ProjectOnly: true}.Options(a.getenv, a.home())
 				},
 				Log: a.stderr,
 			})

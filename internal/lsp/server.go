@@ -1,9 +1,10 @@
 // Package lsp is facets lsp: a Language Server Protocol server over stdio
 // whose diagnostics are exactly what facets check reports for each open
-// file, in its real scope. It lives under compiler/ because it is the
-// editor's view of the compiler, as check is the terminal's: it runs
-// compiler.Compile over the editor's unsaved buffers (a profiles.Overlay)
-// and converts the result; it launches and executes nothing.
+// file, in its real scope (in a repository Pi does not trust, what
+// check --project-only reports). It is the editor's view of the compiler,
+// as check is the terminal's: it runs the compiler over the editor's
+// unsaved buffers (a profiles.Overlay) and converts the result; it
+// launches and executes nothing.
 package lsp
 
 import (
@@ -12,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/diag"
 	"github.com/facets-dev/facets/profiles"
 )
 
@@ -31,6 +34,11 @@ type Config struct {
 	// client's workspace folder, or for the default working directory when
 	// root is empty (the client named none).
 	Options func(root string) (compiler.Options, error)
+	// Repository returns the options of check --project-only -C root, for
+	// the files of a repository whose project is not trusted: the editor
+	// shows what CI will say of them. Nil keeps such files in their Main's
+	// view (untrusted, so unloaded).
+	Repository func(root string) (compiler.Options, error)
 	// Debounce is how long changes made outside the editor (file-system
 	// events) are collected before one re-validation; zero means 50ms.
 	Debounce time.Duration
@@ -490,8 +498,63 @@ func within(path, dir string) bool {
 }
 
 // compile runs one compile with docs as the overlay and converts the
-// diagnostics that name each document.
+// diagnostics that name each document. The documents of a repository whose
+// project opts does not trust get what check --project-only reports of
+// them instead (Config.Repository), with one line saying Pi will not load
+// them until the project is trusted.
 func (s *Server) compile(schema *cue.Schema, opts compiler.Options, docs []document) map[string][]diagnostic {
+	root, ok := s.untrustedRepository(opts)
+	if !ok {
+		return s.diagnose(schema, opts, docs, false)
+	}
+	var inRepo, rest []document
+	for _, d := range docs {
+		if within(d.path, root) && !within(d.path, opts.Env.AgentDir) {
+			inRepo = append(inRepo, d)
+		} else {
+			rest = append(rest, d)
+		}
+	}
+	out := s.diagnose(schema, opts, rest, false)
+	ro, err := s.cfg.Repository(root)
+	if err != nil {
+		for _, d := range inRepo {
+			out[d.uri] = []diagnostic{{Severity: severityError, Source: "facets", Code: "lsp-setup",
+				Message: "facets lsp cannot check this file: " + err.Error()}}
+		}
+		return out
+	}
+	maps.Copy(out, s.diagnose(schema, ro, inRepo, true))
+	return out
+}
+
+// untrustedRepository returns the repository root above opts' working
+// directory when its project is not trusted.
+func (s *Server) untrustedRepository(opts compiler.Options) (string, bool) {
+	if s.cfg.Repository == nil {
+		return "", false
+	}
+	root, ok := profiles.FindRepositoryRoot(opts.Env.Cwd)
+	if !ok {
+		return "", false
+	}
+	if t, err := profiles.DecideTrust(opts.Env, opts.TrustFlag, opts.PiTrust); err == nil && t.Trusted {
+		return "", false
+	}
+	return root, true
+}
+
+// untrustedLine is the information a file of an untrusted repository gets
+// beside what check --project-only reports of it.
+const untrustedLine = "Pi does not load this project's .pi until the project is trusted (/trust in Pi, then restart; an entry in trust.json; or pi --approve). Shown here: what facets check --project-only, as CI runs it, reports."
+
+// diagnose is compile for one set of options: check --project-only's
+// repository check when repo is set, else a Main's compile.
+func (s *Server) diagnose(schema *cue.Schema, opts compiler.Options, docs []document, repo bool) map[string][]diagnostic {
+	out := map[string][]diagnostic{}
+	if len(docs) == 0 {
+		return out
+	}
 	ov := profiles.Overlay{}
 	aliases := make([][]string, len(docs))
 	for i, d := range docs {
@@ -503,8 +566,13 @@ func (s *Server) compile(schema *cue.Schema, opts compiler.Options, docs []docum
 	opts.Env.Overlay = ov
 	opts.NoDigests = true
 	opts.Names = nil
-	_, ds, err := compiler.Compile(schema, opts)
-	out := map[string][]diagnostic{}
+	var ds []compiler.Diagnostic
+	var err error
+	if repo {
+		ds, err = compiler.CheckRepository(schema, opts)
+	} else {
+		_, ds, err = compiler.Compile(schema, opts)
+	}
 	if err != nil {
 		for _, d := range docs {
 			out[d.uri] = []diagnostic{{Severity: severityError, Source: "facets", Code: "lsp-compile",
@@ -546,6 +614,9 @@ func (s *Server) compile(schema *cue.Schema, opts compiler.Options, docs []docum
 					conv = append(conv, convert(d, lines))
 				}
 			}
+		}
+		if repo {
+			conv = append(conv, diagnostic{Severity: severityInformation, Source: "facets", Code: diag.CodeUntrustedProject, Message: untrustedLine})
 		}
 		out[doc.uri] = conv
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/envvar"
 	"github.com/facets-dev/facets/profiles"
 )
 
@@ -577,4 +578,82 @@ func TestWatchesFollowOpenDocuments(t *testing.T) {
 	if watched[profileDir] || slices.Contains(w.WatchList(), profileDir) {
 		t.Errorf("still watched after the document closed: %v", w.WatchList())
 	}
+}
+
+// TestUntrustedRepositoryShowsCIVerdict: in a Git repository whose project
+// is not trusted, every open file of the repository gets what check
+// --project-only reports for it (a broken profile, a broken role, a good
+// file: nothing) and one information line that Pi will not load it; a
+// file of the agent dir keeps its Main's view; a trusted repository and a
+// project outside any repository keep theirs.
+func TestUntrustedRepositoryShowsCIVerdict(t *testing.T) {
+	bad, role, good, mine := "proj/.pi/facets/profiles/bad/config.json", "proj/.pi/agents/scout.md", "proj/.pi/facets/profiles/good/config.json", "agent/facets/profiles/mine/config.json"
+	badText := `{"version": 1, "name": "bad"}`
+	roleText := "---\nname: scout\ndescription: Scouts.\ntools: 7\n---\nScout.\n"
+	goodText, mineText := `{"version": 1, "name": "good", "tools": ["read"]}`, `{"version": 1, "name": "mine", "tools": ["read"]}`
+	tr := newTree(t, map[string]string{"proj/.git/HEAD": "ref: refs/heads/main\n", bad: badText, role: roleText, good: goodText, mine: mineText})
+	tr.opts.TrustFlag = nil // no decision: the project is not trusted
+	cfg := tr.config()
+	getenv := func(k string) string {
+		return map[string]string{envvar.AgentDir: tr.opts.Env.AgentDir, envvar.Home: tr.opts.Env.Home}[k]
+	}
+	repoOpts := func(root string) (compiler.Options, error) {
+		return compiler.Sources{Cwd: root, ProjectOnly: true}.Options(getenv, tr.opts.Env.Home)
+	}
+	cfg.Repository = repoOpts
+	// What check --project-only -C proj reports, file by file.
+	schema, err := cue.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := repoOpts(tr.path("proj"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := compiler.CheckRepository(schema, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := func(rel, text string) []string {
+		lines := newLineIndex(text)
+		var out []string
+		for _, d := range ds {
+			if d.File == tr.path(rel) {
+				out = append(out, codes([]diagnostic{convert(d, lines)})...)
+			}
+		}
+		return append(out, fmt.Sprintf("0:0 %s %d", "untrusted-project", severityInformation))
+	}
+	c := startServer(t, cfg)
+	c.initialize(tr.path("proj"))
+	for _, f := range []struct{ rel, text string }{{bad, badText}, {role, roleText}, {good, goodText}} {
+		c.open(tr.path(f.rel), f.text)
+		got := c.diagnostics(tr.path(f.rel))
+		if w := want(f.rel, f.text); !slices.Equal(codes(got), w) {
+			t.Errorf("%s: %q, want check --project-only's %q", f.rel, codes(got), w)
+		}
+		if f.rel == good && len(got) != 1 || f.rel != good && len(got) < 2 {
+			t.Errorf("%s: %q, want its error and the information line", f.rel, codes(got))
+		}
+		if n := len(got); n > 0 && got[n-1].Message != untrustedLine {
+			t.Errorf("%s: last line %q", f.rel, got[n-1].Message)
+		}
+	}
+	c.open(tr.path(mine), mineText)
+	if got := c.diagnostics(tr.path(mine)); len(got) != 0 {
+		t.Errorf("a good profile of the agent dir: %q, want nothing", codes(got))
+	}
+	c.stop()
+
+	// Trusted, the repository's files are the Main's again: a good file
+	// has nothing to say.
+	trusted := true
+	tr.opts.TrustFlag = &trusted
+	c = startServer(t, cfg)
+	c.initialize(tr.path("proj"))
+	c.open(tr.path(good), goodText)
+	if got := c.diagnostics(tr.path(good)); len(got) != 0 {
+		t.Errorf("a good profile of a trusted repository: %q, want nothing", codes(got))
+	}
+	c.stop()
 }
