@@ -24,8 +24,9 @@ const (
 // relative to it.
 func WriteDiagnostics(w io.Writer, format, base string, ds []Diagnostic) error {
 	rel := make([]Diagnostic, len(ds))
+	r := relativizer{base: base}
 	for i, d := range ds {
-		d.File = relPath(base, d.File)
+		d.File = r.rel(d.File)
 		rel[i] = d
 	}
 	switch format {
@@ -104,15 +105,45 @@ func GitHubBase(workspace, cwd string) string {
 	return cwd
 }
 
-func relPath(base, p string) string {
-	if base == "" || p == "" || !filepath.IsAbs(p) {
+// relativizer makes paths under base relative to it.
+type relativizer struct {
+	base     string
+	real     string // base with symlinks resolved, once needed
+	resolved bool
+}
+
+// rel is p relative to base when under it, with slashes; else p. A path
+// outside base is tried once more with both sides' symlinks resolved (of p,
+// its directory's): a workspace or working directory reached through a
+// symlink names the files under another prefix than discovery did, and
+// GitHub drops an annotation whose file= is absolute.
+func (r *relativizer) rel(p string) string {
+	if r.base == "" || p == "" || !filepath.IsAbs(p) {
 		return p
 	}
+	if out, ok := relUnder(r.base, p); ok {
+		return out
+	}
+	if !r.resolved {
+		r.resolved = true
+		r.real, _ = filepath.EvalSymlinks(r.base)
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+	if r.real == "" || err != nil {
+		return p
+	}
+	if out, ok := relUnder(r.real, filepath.Join(dir, filepath.Base(p))); ok {
+		return out
+	}
+	return p
+}
+
+func relUnder(base, p string) (string, bool) {
 	r, err := filepath.Rel(base, p)
 	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
-		return p
+		return "", false
 	}
-	return filepath.ToSlash(r)
+	return filepath.ToSlash(r), true
 }
 
 // GitHub workflow commands need %, CR and LF escaped in data, plus : and ,

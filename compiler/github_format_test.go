@@ -2,6 +2,8 @@ package compiler
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -117,4 +119,39 @@ func itoaOrEmpty(n int) string {
 		return ""
 	}
 	return strconv.Itoa(n)
+}
+
+// TestGitHubPathsThroughSymlinks: with the workspace, or the directory
+// discovery named files from, reached through a symlink, an annotation's
+// file= is still relative to the workspace (GitHub drops an absolute one);
+// a file outside it stays absolute.
+func TestGitHubPathsThroughSymlinks(t *testing.T) {
+	tmp := t.TempDir()
+	real := filepath.Join(tmp, "real", "repo")
+	link := filepath.Join(tmp, "link")
+	if err := os.MkdirAll(filepath.Join(real, ".pi", "facets", "profiles", "p"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(tmp, "agent", "facets", "profiles", "q", "config.json")
+	const rel = ".pi/facets/profiles/p/config.json"
+	for _, tc := range []struct {
+		name, workspace, file, want string
+	}{
+		{"workspace through a symlink", link, filepath.Join(real, rel), rel},
+		{"files through a symlink", real, filepath.Join(link, rel), rel},
+		{"both the same way", link, filepath.Join(link, rel), rel},
+		{"a file outside", link, outside, outside},
+	} {
+		var buf bytes.Buffer
+		ds := []Diagnostic{{Severity: Error, Code: "c", File: tc.file, Line: 1, Column: 1, Message: "m"}}
+		if err := WriteDiagnostics(&buf, FormatGitHub, GitHubBase(tc.workspace, tc.workspace), ds); err != nil {
+			t.Fatal(err)
+		}
+		if got := parseWorkflowCommand(t, strings.TrimSuffix(buf.String(), "\n")).props["file"]; got != tc.want {
+			t.Errorf("%s: file=%s, want %s", tc.name, got, tc.want)
+		}
+	}
 }
