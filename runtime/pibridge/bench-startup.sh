@@ -17,7 +17,7 @@
 #   bash runtime/pibridge/bench-startup.sh [ROUNDS]   # default 15
 #
 # Needs the Node and Pi of the real-Pi tests in $FACETS_PI_HOME (default
-# ~/.cache/facets-pi; `go test ./runtime/pibridge` or .ci/run installs them)
+# $XDG_CACHE_HOME/facets-pi or ~/.cache/facets-pi; `go test ./runtime/pibridge` or .ci/run installs them)
 # and Go to build facets. FACETS_BENCH_BIN=path measures that facets binary
 # instead of a fresh build. For an A/B comparison in the same interleaved
 # rounds, FACETS_BENCH_BASE=path names a second facets binary (an older
@@ -27,7 +27,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 rounds=${1:-15}
 source runtime/pibridge/extension/versions.env
-home=${FACETS_PI_HOME:-$HOME/.cache/facets-pi}
+home=${FACETS_PI_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/facets-pi}
 node=$(ls "$home/node-$node_version"/node_modules/node-*/bin/node)
 cli="$home/pi-$pi_version/node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js"
 [ -x "$node" ] && [ -f "$cli" ] || { echo "no Node/Pi in $home: run go test ./runtime/pibridge once" >&2; exit 1; }

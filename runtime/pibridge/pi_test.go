@@ -130,17 +130,28 @@ func onOldestPi() int {
 }
 
 // piHome is where Node and Pi are cached: $FACETS_PI_HOME, else
-// <user cache dir>/facets-pi. Keeping it outside the repository and the test
-// temp dirs makes the ~30 s install a one-time cost per machine.
+// $XDG_CACHE_HOME/facets-pi, else ~/.cache/facets-pi: the rule of PiHomeRule,
+// which .ci/run and the scripts spell in shell (TestPiHomeIsOneRule).
+// Keeping it outside the repository and the test temp dirs makes the ~30 s
+// install a one-time cost per machine.
 func piHome() (string, error) {
-	if d := os.Getenv("FACETS_PI_HOME"); d != "" {
+	return piHomeOf(os.Getenv)
+}
+
+// piHomeRule is the shell spelling of piHome's rule.
+const piHomeRule = `${FACETS_PI_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/facets-pi}`
+
+func piHomeOf(getenv func(string) string) (string, error) {
+	if d := getenv("FACETS_PI_HOME"); d != "" {
 		return d, nil
 	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("no cache dir (set FACETS_PI_HOME): %w", err)
+	if d := getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "facets-pi"), nil
 	}
-	return filepath.Join(d, "facets-pi"), nil
+	if h := getenv("HOME"); h != "" {
+		return filepath.Join(h, ".cache", "facets-pi"), nil
+	}
+	return "", errors.New("no cache dir: set FACETS_PI_HOME, XDG_CACHE_HOME or HOME")
 }
 
 func nodePackage() (string, error) {

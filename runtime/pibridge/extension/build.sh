@@ -11,11 +11,11 @@
 #   bash runtime/pibridge/extension/build.sh --check   # fail if index.js is not tsc's output (.ci/run)
 #
 # Needs the Node, Pi and TypeScript that .ci/run installs in $FACETS_PI_HOME
-# (default ~/.cache/facets-pi).
+# (default $XDG_CACHE_HOME/facets-pi, else ~/.cache/facets-pi).
 set -euo pipefail
 cd "$(dirname "$0")"
 source versions.env
-home=${FACETS_PI_HOME:-$HOME/.cache/facets-pi}
+home=${FACETS_PI_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/facets-pi}
 ts_prefix="$home/typescript-$ts_version-node-$node_types_version"
 tsc="$ts_prefix/node_modules/typescript/bin/tsc"
 node=$(ls "$home/node-$node_version"/node_modules/node-*/bin/node 2>/dev/null || true)
