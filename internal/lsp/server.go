@@ -21,10 +21,12 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/cue"
 	"github.com/facets-dev/facets/internal/diag"
+	"github.com/facets-dev/facets/internal/safefile"
 	"github.com/facets-dev/facets/profiles"
 )
 
@@ -53,6 +55,24 @@ type document struct {
 	path    string
 	version int
 	text    string
+	// notUTF8 is the file's bytes on disk when they are not UTF-8 and the
+	// buffer is unmodified: an editor converts such a file when it opens
+	// it, and check's verdict on it (invalid-utf8-*) comes from the bytes.
+	notUTF8 []byte
+}
+
+// maxDiskRead bounds the read of an open file's bytes (diskBytes); a
+// larger file is left to the buffer, and check refuses it anyway.
+const maxDiskRead = 4 << 20
+
+// diskBytes returns the bytes of the file at path when they are not UTF-8,
+// else nil.
+func diskBytes(path string) []byte {
+	b, err := safefile.ReadFile(path, maxDiskRead)
+	if err != nil || utf8.Valid(b) {
+		return nil
+	}
+	return b
 }
 
 // Server is one LSP session. Messages are handled in order on the reading
@@ -311,7 +331,10 @@ func (s *Server) open(p didOpenParams) {
 		return
 	}
 	s.mu.Lock()
-	s.docs[p.TextDocument.URI] = &document{uri: p.TextDocument.URI, path: path, version: p.TextDocument.Version, text: p.TextDocument.Text}
+	s.mu.Unlock()
+	d := &document{uri: p.TextDocument.URI, path: path, version: p.TextDocument.Version, text: p.TextDocument.Text, notUTF8: diskBytes(path)}
+	s.mu.Lock()
+	s.docs[p.TextDocument.URI] = d
 	s.mu.Unlock()
 	s.request()
 	select {
@@ -328,6 +351,7 @@ func (s *Server) change(p didChangeParams) {
 			d.text = applyChange(d.text, c)
 		}
 		d.version = p.TextDocument.Version
+		d.notUTF8 = nil // the buffer is what will be saved
 	}
 	s.mu.Unlock()
 	if d != nil {
@@ -337,10 +361,17 @@ func (s *Server) change(p didChangeParams) {
 
 func (s *Server) save(p didSaveParams) {
 	s.mu.Lock()
-	if d := s.docs[p.TextDocument.URI]; d != nil && p.Text != nil {
+	d := s.docs[p.TextDocument.URI]
+	if d != nil && p.Text != nil {
 		d.text = *p.Text
 	}
 	s.mu.Unlock()
+	if d != nil {
+		b := diskBytes(d.path) // what the editor wrote, in the file's encoding
+		s.mu.Lock()
+		d.notUTF8 = b
+		s.mu.Unlock()
+	}
 	s.request()
 }
 
@@ -559,8 +590,12 @@ func (s *Server) diagnose(schema *cue.Schema, opts compiler.Options, docs []docu
 	aliases := make([][]string, len(docs))
 	for i, d := range docs {
 		aliases[i] = docAliases(opts, d.path)
+		data := []byte(d.text)
+		if d.notUTF8 != nil {
+			data = d.notUTF8
+		}
 		for _, a := range aliases[i] {
-			ov[a] = []byte(d.text)
+			ov[a] = data
 		}
 	}
 	opts.Env.Overlay = ov

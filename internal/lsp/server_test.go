@@ -657,3 +657,32 @@ func TestUntrustedRepositoryShowsCIVerdict(t *testing.T) {
 	}
 	c.stop()
 }
+
+// TestNotUTF8FileOnDisk: a MAIN.md saved as Latin-1, which the editor
+// converts to UTF-8 for its buffer, shows check's invalid-utf8 finding
+// while the buffer is unmodified and again once saved; an edit in the
+// buffer is judged as the buffer.
+func TestNotUTF8FileOnDisk(t *testing.T) {
+	main := "agent/facets/MAIN.md"
+	tr := newTree(t, map[string]string{main: "Delegate to the caf\xe9 reviewer.\n"})
+	want := codes(tr.checkDiagnostics(t, tr.path(main), nil))
+	if len(want) == 0 || !strings.Contains(want[0], "invalid-utf8") {
+		t.Fatalf("check reports %q for a Latin-1 MAIN.md; want an invalid-utf8 finding", want)
+	}
+	c := startServer(t, tr.config())
+	c.initialize(tr.path("proj"))
+	converted := "Delegate to the café reviewer.\n"
+	c.open(tr.path(main), converted)
+	if got := codes(c.diagnostics(tr.path(main))); !slices.Equal(got, want) {
+		t.Errorf("opened: %q, want check's %q", got, want)
+	}
+	c.change(tr.path(main), 2, converted+"More.\n")
+	if got := c.diagnostics(tr.path(main)); len(got) != 0 {
+		t.Errorf("edited: %q, want the buffer's verdict (nothing)", codes(got))
+	}
+	c.notify("textDocument/didSave", didSaveParams{TextDocument: textDocumentIdentifier{URI: pathURI(tr.path(main))}})
+	if got := codes(c.diagnostics(tr.path(main))); !slices.Equal(got, want) {
+		t.Errorf("saved: %q, want check's %q", got, want)
+	}
+	c.stop()
+}
