@@ -50,6 +50,7 @@ func BenchmarkKeystroke(b *testing.B) {
 	cpu := cpuTime(b) - cpu0
 	slices.Sort(times)
 	b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "ms/median")
+	b.ReportMetric(float64(times[len(times)*99/100].Microseconds())/1000, "ms/p99")
 	// CPU time per keystroke (the whole process: server and client), the
 	// figure that stays meaningful on a loaded machine.
 	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(len(times)), "cpu-ms/op")
