@@ -316,6 +316,13 @@ func validAgentName(name string) bool {
 // Timeouts.Start), the pane is asked once more: herdr's timeout, or a
 // launch Herdr still holds as launch_pending, is ErrLaunchPending with
 // Pi's reported state and the timeout.
+// Name is "herdr": the adapter a run launched here records.
+func (c *CLI) Name() string { return "herdr" }
+
+// AgentAware is true: Herdr types the first prompt and reports the agent's
+// state.
+func (c *CLI) AgentAware() bool { return true }
+
 func (c *CLI) StartAgent(ctx context.Context, h Handle, spec AgentSpec) (Handle, error) {
 	const command = "agent start"
 	if h.PaneID == "" {

@@ -20,7 +20,7 @@ func stage(rel string) int {
 		return 3 // the manifest is the compiler's output format
 	case strings.HasPrefix(rel, "runtime/"):
 		return 4
-	case rel == "herdr" || strings.HasPrefix(rel, "herdr/"):
+	case rel == "herdr" || strings.HasPrefix(rel, "herdr/") || rel == "tmux":
 		return 5
 	case rel == "cmd/facets" || strings.HasPrefix(rel, "internal/"):
 		return 0

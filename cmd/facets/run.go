@@ -39,6 +39,8 @@ func (f *runFlags) register(a *app, cmd *cobra.Command) {
 	fl.StringVar(&f.dirs.AgentDir, "agent-dir", "", "Pi agent dir (default $PI_CODING_AGENT_DIR or ~/.pi/agent)")
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")
 	completeValues(cmd, "format", "text", "json")
+	fl.StringVar(&f.dirs.Surface, "surface", "", "where new Subs open: herdr or tmux (default $"+envvar.Surface+", else Herdr inside Herdr, tmux inside tmux)")
+	completeValues(cmd, "surface", "herdr", "tmux")
 	fl.StringVar(&f.dirs.HerdrBin, "herdr-bin", a.getenv(envvar.HerdrBin), "the herdr executable (default $"+envvar.HerdrBin+", else $"+envvar.HerdrBinPath+", which Herdr sets in its panes, else herdr on PATH)")
 }
 

@@ -120,6 +120,17 @@ const (
 	// by the Herdr adapter, which records it in each run to confirm
 	// ownership of a tab later.
 	HerdrSession = "HERDR_SESSION"
+	// Tmux is "<socket>,<server pid>,<session index>" inside a tmux pane.
+	// Set by tmux; read by the surface choice (internal/runtimeenv) and the
+	// tmux adapter, which opens Sub windows on that server.
+	Tmux = "TMUX"
+	// TmuxPane is the pane id (%N) inside tmux. Set by tmux; read by the
+	// tmux adapter, whose Sub windows open in that pane's session.
+	TmuxPane = "TMUX_PANE"
+	// Surface chooses where Subs open: "herdr" or "tmux". Set by the user;
+	// read by the runtime commands (--surface overrides it). Unset: Herdr
+	// inside Herdr ($HERDR_ENV), else tmux inside tmux ($TMUX).
+	Surface = "FACETS_SURFACE"
 	// GitHubWorkspace is the checkout directory of a GitHub Actions job.
 	// Set by GitHub Actions; read by --format github (check, compile,
 	// verify), whose file= paths GitHub resolves against it.

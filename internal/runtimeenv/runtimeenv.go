@@ -20,6 +20,8 @@ import (
 	"github.com/facets-dev/facets/profiles"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/subs"
+	"github.com/facets-dev/facets/runtime/surface"
+	"github.com/facets-dev/facets/tmux"
 )
 
 // Env is the part of the process a runtime command reads: its environment
@@ -38,6 +40,31 @@ type Dirs struct {
 	RuntimeDir string // channel root (default channel.RuntimeRoot)
 	AgentDir   string // Pi's agent dir (default profiles.AgentDir)
 	HerdrBin   string // the herdr executable (default herdr.BinaryPath)
+	// Surface is where new Subs open: "herdr" or "tmux" (default
+	// $FACETS_SURFACE, else Herdr inside Herdr, tmux inside tmux).
+	Surface string
+}
+
+// ErrNoSurface is why no Sub can open outside Herdr and tmux.
+var ErrNoSurface = errors.New("Subs open in Herdr or tmux, and this Main runs in neither: start Pi inside a Herdr pane (https://herdr.dev) or inside tmux (tmux new -s work, then pi), or set " + envvar.Surface + "=herdr|tmux.")
+
+// surfaceName is the surface new Subs open in ("" for none).
+func (d Dirs) surfaceName(getenv func(string) string) (string, error) {
+	name := d.Surface
+	if name == "" {
+		name = getenv(envvar.Surface)
+	}
+	switch {
+	case name == "herdr" || name == "tmux":
+		return name, nil
+	case name != "":
+		return "", &SettingError{fmt.Errorf("unknown surface %q (want herdr or tmux)", name)}
+	case getenv(envvar.HerdrEnv) != "":
+		return "herdr", nil
+	case getenv(envvar.Tmux) != "":
+		return "tmux", nil
+	}
+	return "", nil
 }
 
 // SettingError is a setting the user gave that cannot be used (an agent
@@ -63,13 +90,28 @@ func (d Dirs) Runtime(bridge string, env Env) (*subs.Runtime, error) {
 	if root == "" {
 		root = channel.RuntimeRoot(env.Getenv)
 	}
-	return &subs.Runtime{
-		Surface:     herdr.NewCLI(herdr.BinaryPath(d.HerdrBin, env.Getenv), env.Getenv, env.Environ),
+	name, err := d.surfaceName(env.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	// Both adapters cost nothing until asked: existing runs are listed and
+	// closed through the one that opened them.
+	all := map[string]surface.Surface{
+		"herdr": herdr.NewCLI(herdr.BinaryPath(d.HerdrBin, env.Getenv), env.Getenv, env.Environ),
+		"tmux":  tmux.New("", env.Getenv, env.Environ),
+	}
+	rt := &subs.Runtime{
+		Surfaces:    all,
 		Store:       subs.Store{Dir: state},
 		ChannelRoot: root,
 		Bridge:      bridge,
 		AgentDir:    agentDir,
-	}, nil
+		NoSurface:   ErrNoSurface,
+	}
+	if name != "" {
+		rt.Surface = all[name]
+	}
+	return rt, nil
 }
 
 // Snapshot says where a launch's manifest comes from: a frozen manifest

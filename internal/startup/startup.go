@@ -133,7 +133,7 @@ func subPlan(getenv func(string) string) pibridge.Plan {
 	plan := pibridge.SubPlan(c.Manifest().Profile, c.Manifest().Origin)
 	plan.Serve = true
 	if plan.Error == "" && c.Manifest().Task != "" {
-		plan.Kickoff, plan.Task = launch.KickoffPrompt, c.Manifest().Task
+		plan.Kickoff, plan.Task, plan.SelfStart = launch.KickoffPrompt, c.Manifest().Task, c.Manifest().SelfStart
 	}
 	return plan
 }

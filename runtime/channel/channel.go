@@ -29,8 +29,11 @@ type Manifest struct {
 	Cwd           string          `json:"cwd"`
 	Profile       json.RawMessage `json:"profile"`
 	Origin        string          `json:"origin,omitempty"`
-	Token         string          `json:"token"`
-	CreatedAt     int64           `json:"createdAt"`
+	// SelfStart asks the Sub to submit Task as its first user message
+	// itself: its surface (tmux) types nothing into it.
+	SelfStart bool   `json:"selfStart,omitempty"`
+	Token     string `json:"token"`
+	CreatedAt int64  `json:"createdAt"`
 }
 
 // Channel is an open channel directory. Its directory descriptors are opened

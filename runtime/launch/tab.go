@@ -89,6 +89,9 @@ func OpenTab(ctx context.Context, s surface.Surface, req TabRequest) (surface.Ha
 			return err
 		},
 		func() error {
+			if !s.AgentAware() {
+				return nil // the Sub submits its task itself (channel.Manifest.SelfStart)
+			}
 			st, err := s.Prompt(ctx, h, req.Prompt)
 			if err == nil {
 				seq := st.Seq

@@ -69,6 +69,10 @@ type Plan struct {
 	// manifest, once per Pi process.
 	Kickoff string `json:"kickoff,omitempty"`
 	Task    string `json:"task,omitempty"`
+	// SelfStart (Sub only): nothing types Kickoff into this Sub (tmux), so
+	// the extension submits Task as its first user message itself, once,
+	// when Pi starts.
+	SelfStart bool `json:"selfStart,omitempty"`
 	// Warnings are shown once at startup, one line each (a stale snapshot).
 	Warnings []string `json:"warnings,omitempty"`
 	// Trusted is the trust decision of a Main's plan (profiles.DecideTrust):

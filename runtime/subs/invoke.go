@@ -111,8 +111,9 @@ func (rt *Runtime) boundRun(mainSessionID, profile string) (*Run, error) {
 // Herdr server) counts as closed, never as the Sub.
 func (rt *Runtime) checkReusable(ctx context.Context, run *Run) (bool, error) {
 	own := surface.TabUncertain
-	if run.handle().TabID != "" {
-		own, _ = rt.Surface.Owned(ctx, run.handle(), run.RunID)
+	s, serr := rt.surfaceOf(run)
+	if serr == nil && run.handle().TabID != "" {
+		own, _ = s.Owned(ctx, run.handle(), run.RunID)
 	}
 	if !channelExists(run) {
 		if own != surface.TabGone {
@@ -124,7 +125,10 @@ func (rt *Runtime) checkReusable(ctx context.Context, run *Run) (bool, error) {
 		return false, errors.New("Cannot verify the existing Sub is available. Close its tab before retrying; no duplicate session was created.")
 	}
 	if own == surface.TabPresent {
-		if st, _ := rt.Surface.Status(ctx, run.handle()); st != surface.StatusUnknown && st != "" {
+		if !s.AgentAware() {
+			return true, nil // the window is this run's, and its channel is there
+		}
+		if st, _ := s.Status(ctx, run.handle()); st != surface.StatusUnknown && st != "" {
 			return true, nil
 		}
 	}

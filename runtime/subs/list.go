@@ -150,7 +150,7 @@ func (rt *Runtime) List(ctx context.Context, mainSessionID string, all bool) (Li
 		l.Open = append(l.Open, OpenSub{
 			RunID: r.RunID, SubSessionID: r.SubSessionID, Title: r.Title, Profile: r.ProfileName,
 			SessionPersistence: r.SessionPersistence, Origin: r.Origin, Purpose: r.Purpose, Status: status,
-			Adapter: "herdr", ElapsedSeconds: (now.UnixMilli() - r.CreatedAt) / 1000, LaunchError: r.LaunchError,
+			Adapter: r.adapter(), ElapsedSeconds: (now.UnixMilli() - r.CreatedAt) / 1000, LaunchError: r.LaunchError,
 		})
 	}
 	res, _, err := rt.resumables(mainSessionID, true, &problems)
@@ -185,16 +185,20 @@ const (
 // finished only when nothing handed to it is still waiting.
 func (rt *Runtime) liveStatus(ctx context.Context, r *Run) string {
 	h := r.handle()
-	if h.TabID == "" {
+	s, err := rt.surfaceOf(r)
+	if h.TabID == "" || err != nil {
 		return string(surface.StatusUnknown)
 	}
-	switch own, _ := rt.Surface.Owned(ctx, h, r.RunID); own {
+	switch own, _ := s.Owned(ctx, h, r.RunID); own {
 	case surface.TabGone:
 		return StatusGone
 	case surface.TabUncertain:
 		return string(surface.StatusUnknown)
 	}
-	st, err := rt.Surface.State(ctx, h)
+	if !s.AgentAware() {
+		return channelStatus(r)
+	}
+	st, err := s.State(ctx, h)
 	if err != nil || st.Status != surface.StatusIdle {
 		return string(st.Status)
 	}
@@ -211,6 +215,32 @@ func (rt *Runtime) liveStatus(ctx context.Context, r *Run) string {
 		return StatusSubmitted
 	}
 	return string(st.Status)
+}
+
+// channelStatus is the status of a Sub whose surface sees no agent, as the
+// Sub reports it through its channel: submitted until its Pi has started
+// (its session is recorded), queued while a message waits in its inbox,
+// working while a turn runs, else idle; unknown without a channel.
+func channelStatus(r *Run) string {
+	ch, err := openChannel(r)
+	if err != nil {
+		return string(surface.StatusUnknown)
+	}
+	defer ch.Close()
+	if _, ok, err := ch.Session(); err != nil {
+		return string(surface.StatusUnknown)
+	} else if !ok {
+		return StatusSubmitted
+	}
+	if msgs, _, err := ch.Pending(channel.ToSub); err == nil && len(msgs) > 0 {
+		return StatusQueued
+	}
+	if _, ok, err := ch.ActiveTurn(); err != nil {
+		return string(surface.StatusUnknown)
+	} else if ok {
+		return string(surface.StatusWorking)
+	}
+	return string(surface.StatusIdle)
 }
 
 // resumables collects closed persistent Sub sessions, newest first:

@@ -37,8 +37,15 @@ const tokenFileName = "token"
 
 // Runtime executes Sub operations for Main sessions.
 type Runtime struct {
-	// Surface is where Subs live: Herdr (a herdr.CLI, wired by cmd/facets).
+	// Surface is where new Subs open (herdr.CLI or tmux.CLI, chosen by
+	// internal/runtimeenv).
 	Surface surface.Surface
+	// Surfaces are the other adapters by Name, for the runs they opened: a
+	// run is always listed and closed through its own adapter.
+	Surfaces map[string]surface.Surface
+	// NoSurface, when Surface is nil, says why no Sub can open here and how
+	// to get a surface; delegate and invoke fail with it.
+	NoSurface error
 	// Store holds runs and bindings.
 	Store Store
 	// ChannelRoot is where channels are created (channel.RuntimeRoot()).
@@ -50,6 +57,19 @@ type Runtime struct {
 	AgentDir string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+}
+
+// surfaceOf is the adapter that opened r: Surface, or the one of Surfaces
+// the run names.
+func (rt *Runtime) surfaceOf(r *Run) (surface.Surface, error) {
+	name := r.adapter()
+	if rt.Surface != nil && rt.Surface.Name() == name {
+		return rt.Surface, nil
+	}
+	if s, ok := rt.Surfaces[name]; ok {
+		return s, nil
+	}
+	return nil, fmt.Errorf("run %s lives in %s, which this facets cannot reach", r.RunID, name)
 }
 
 func (rt *Runtime) now() time.Time {
@@ -162,13 +182,19 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p manifest
 	if err != nil {
 		return Delegation{}, err
 	}
+	if rt.Surface == nil {
+		if rt.NoSurface != nil {
+			return Delegation{}, rt.NoSurface
+		}
+		return Delegation{}, errors.New("Facets has no surface to open a Sub in.")
+	}
 	if err := rt.Surface.Check(ctx); err != nil {
 		if errors.Is(err, surface.ErrUnavailable) {
-			return Delegation{}, err // already one sentence that says where to get Herdr
+			return Delegation{}, err // already one sentence that says where to get the surface
 		}
-		return Delegation{}, fmt.Errorf("Facets requires Herdr, but the Herdr adapter is unavailable: %w", err)
+		return Delegation{}, fmt.Errorf("Facets cannot open a Sub in %s: %w", rt.Surface.Name(), err)
 	}
-	run, ch, err := rt.reserve(req, p, title, task, cwd, resumeID)
+	run, ch, err := rt.reserve(req, p, title, task, cwd, resumeID, !rt.Surface.AgentAware())
 	if err != nil {
 		return Delegation{}, err
 	}
@@ -199,7 +225,7 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p manifest
 	case errors.As(err, &cleanup):
 		run.LaunchPID = 0
 		run.LaunchError = err.Error()
-		run.Surface = &Surface{Adapter: "herdr", Handle: cleanup.Handle}
+		run.Surface = &Surface{Adapter: rt.Surface.Name(), Handle: cleanup.Handle}
 		run.UpdatedAt = rt.now().UnixMilli()
 		return Delegation{}, &RetainedRunError{RunID: run.RunID, Err: err, Persist: rt.Store.SaveRun(run)}
 	case err != nil:
@@ -211,7 +237,7 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p manifest
 		return Delegation{}, fmt.Errorf("delegate: %w", err)
 	}
 	run.LaunchPID = 0
-	run.Surface = &Surface{Adapter: "herdr", Handle: h}
+	run.Surface = &Surface{Adapter: rt.Surface.Name(), Handle: h}
 	run.UpdatedAt = rt.now().UnixMilli()
 	if err := rt.Store.SaveRun(run); err != nil {
 		return Delegation{}, &RetainedRunError{RunID: run.RunID, Err: errors.New("The Sub started but its run could not be saved."), Persist: err}
@@ -227,7 +253,7 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p manifest
 
 func delegation(run *Run) Delegation {
 	d := Delegation{
-		RunID: run.RunID, Title: run.Title, Profile: run.ProfileName, Adapter: "herdr",
+		RunID: run.RunID, Title: run.Title, Profile: run.ProfileName, Adapter: run.adapter(),
 		Tools: nonNil(run.Tools), Skills: nonNil(run.Skills), SessionPersistence: run.SessionPersistence,
 		SessionID: run.SubSessionID, Origin: run.Origin,
 	}
@@ -257,7 +283,14 @@ func withToolExtensions(p manifest.Profile, sources map[string]launch.ToolSource
 	return p, nil
 }
 
-func (rt *Runtime) herdrAgentState() string { return launch.HerdrAgentState(rt.AgentDir) }
+// herdrAgentState is Herdr's Pi lifecycle extension, which a Sub in Herdr
+// loads so Herdr sees its agent's state; no other surface reads it.
+func (rt *Runtime) herdrAgentState() string {
+	if rt.Surface.Name() != "herdr" {
+		return ""
+	}
+	return launch.HerdrAgentState(rt.AgentDir)
+}
 
 // delegateCwd picks the Sub's working directory: on resume the saved
 // session's cwd, otherwise req.Cwd resolved against the Main's cwd.
@@ -287,7 +320,7 @@ func (rt *Runtime) delegateCwd(req DelegateRequest, p manifest.Profile) (cwd, re
 // reserve takes a slot under the Main's lock: it refreshes the Main's runs
 // (a Sub closed by hand frees its slot), counts the open ones, and creates
 // the channel, token file and a Launching run record.
-func (rt *Runtime) reserve(req DelegateRequest, p manifest.Profile, title, task, cwd, resumeID string) (*Run, *channel.Channel, error) {
+func (rt *Runtime) reserve(req DelegateRequest, p manifest.Profile, title, task, cwd, resumeID string, selfStart bool) (*Run, *channel.Channel, error) {
 	unlock, err := rt.Store.Lock(req.MainSessionID, "slots")
 	if err != nil {
 		return nil, nil, err
@@ -314,7 +347,7 @@ func (rt *Runtime) reserve(req DelegateRequest, p manifest.Profile, title, task,
 	if err != nil {
 		return nil, nil, err
 	}
-	m := channel.Manifest{RunID: channel.NewID(), MainSessionID: req.MainSessionID, Title: title, Task: task, Cwd: cwd, Profile: profile}
+	m := channel.Manifest{RunID: channel.NewID(), MainSessionID: req.MainSessionID, Title: title, Task: task, Cwd: cwd, Profile: profile, SelfStart: selfStart}
 	if req.Manual {
 		m.Origin = manifest.OriginManual
 	}
@@ -590,10 +623,14 @@ func (rt *Runtime) Close(ctx context.Context, mainSessionID, ref, reason string)
 	// only once Herdr confirms it still holds this run's pane; a run whose
 	// pane is gone is released without touching Herdr.
 	if h := run.handle(); h.TabID != "" {
-		own, err := rt.Surface.Owned(ctx, h, run.RunID)
+		s, err := rt.surfaceOf(run)
+		if err != nil {
+			return Closure{}, fmt.Errorf("close Sub %s (run %s stays open): %w", run.Title, run.RunID, err)
+		}
+		own, err := s.Owned(ctx, h, run.RunID)
 		switch {
 		case own == surface.TabPresent:
-			if err := rt.Surface.CloseTab(ctx, h); err != nil {
+			if err := s.CloseTab(ctx, h); err != nil {
 				return Closure{}, fmt.Errorf("close Sub %s (run %s stays open): %w", run.Title, run.RunID, err)
 			}
 		case own == surface.TabUncertain:

@@ -57,8 +57,8 @@ type Run struct {
 	LaunchError string `json:"launchError,omitempty"`
 }
 
-// Surface is where a run's Sub lives in Herdr: the launch's handle, whose
-// fields are stored inline beside "adapter".
+// Surface is where a run's Sub lives (a Herdr tab, a tmux window): the
+// launch's handle, whose fields are stored inline beside "adapter".
 type Surface struct {
 	Adapter string `json:"adapter"`
 	surface.Handle
@@ -75,6 +75,15 @@ func (r *Run) Manual() bool { return r.Origin == manifest.OriginManual }
 
 // Persistent reports whether the Sub's Pi session is saved and resumable.
 func (r *Run) Persistent() bool { return r.SessionPersistence == "persistent" }
+
+// adapter is the surface that opened the run ("herdr" for records from
+// before there was a choice).
+func (r *Run) adapter() string {
+	if r.Surface == nil || r.Surface.Adapter == "" {
+		return "herdr"
+	}
+	return r.Surface.Adapter
+}
 
 func (r *Run) handle() surface.Handle {
 	if r.Surface == nil {

@@ -1,6 +1,6 @@
 // Package surface is where the runtime puts a Sub Pi: the Surface interface
-// the runtime drives (a Herdr tab today; herdr.CLI implements it) and the
-// types it speaks in, so the runtime imports no adapter.
+// the runtime drives (a Herdr tab, herdr.CLI; a tmux window, tmux.CLI) and
+// the types it speaks in, so the runtime imports no adapter.
 package surface
 
 import (
@@ -57,9 +57,20 @@ func AgentName(runID string) string {
 	return "sub-" + b.String()
 }
 
-// Surface is where a Sub Pi lives: a tab whose root pane runs an agent.
+// Surface is where a Sub Pi lives: a tab (a tmux window) whose root pane
+// runs an agent.
 type Surface interface {
-	// Check fails unless a usable Herdr is installed and running here.
+	// Name is the adapter's name ("herdr", "tmux"), which a run records so
+	// it is always listed and closed through the adapter that opened it.
+	Name() string
+	// AgentAware reports whether the surface runs agents itself: it types
+	// the first prompt (Prompt) and reports the agent's state (Status,
+	// State). A surface that is not (tmux) starts the Sub's program and no
+	// more; the Sub then starts its task itself and reports its state
+	// through its channel.
+	AgentAware() bool
+	// Check fails unless the surface is installed and the caller runs
+	// inside it (a Herdr pane, a tmux client's pane).
 	Check(ctx context.Context) error
 	// CreateTab opens a background tab; the returned Handle has TabID and,
 	// when Herdr reported it, PaneID.
@@ -80,8 +91,6 @@ type Surface interface {
 	Status(ctx context.Context, h Handle) (Status, error)
 	// State is Status with Herdr's state-change sequence.
 	State(ctx context.Context, h Handle) (AgentState, error)
-	// TabExists asks Herdr whether the tab is still open.
-	TabExists(ctx context.Context, tabID string) (Existence, error)
 	// Owned asks Herdr whether h still names the pane this launch created
 	// for runID: TabPresent only when it does, TabGone when the pane is
 	// gone, belongs to another server or session, or is someone else's

@@ -61,6 +61,7 @@ type Plan = {
   error?: string;
   kickoff?: string;
   task?: string;
+  selfStart?: boolean;
   warnings?: string[];
   serve?: boolean;
   trusted?: boolean;
@@ -703,6 +704,12 @@ export default function (pi: ExtensionAPI) {
       // A Main without runs starts facets serve with its first runtime
       // command (runFacets): one process fewer for a Pi that never delegates.
       if (isSub || plan?.serve) startServe(ctx);
+      // A surface that types nothing into the Sub (tmux) leaves its task
+      // to the Sub: the first user message, as if typed, once per Pi.
+      if (isSub && plan?.selfStart && plan.task && !kickedOff && event.reason === "startup") {
+        kickedOff = true;
+        pi.sendUserMessage(plan.task, { expandPromptTemplates: false });
+      }
       return;
     }
     if (isSub) {
