@@ -1,0 +1,169 @@
+package pibridge_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/facets-dev/facets/runtime/channel"
+)
+
+// tmuxServer is a private tmux server (never the user's) whose session
+// "main" holds the pane a Main Pi runs "in": the Main gets its $TMUX and
+// $TMUX_PANE. Its global environment is the Pi test environment, as a
+// user's server has their shell's.
+type tmuxServer struct {
+	t            *testing.T
+	socket, pane string
+}
+
+func (e *piEnv) startTmux() (*tmuxServer, []string) {
+	e.t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		e.t.Fatalf("tmux is not installed; the tmux tests drive the real tmux (apt-get install -y tmux, as .ci/run does): %v", err)
+	}
+	dir, err := os.MkdirTemp("", "ftmux") // a socket path must be short
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	s := &tmuxServer{t: e.t, socket: filepath.Join(dir, "s")}
+	e.t.Cleanup(func() {
+		exec.Command("tmux", "-S", s.socket, "kill-server").Run()
+		os.RemoveAll(dir)
+	})
+	// Pi's own launcher, as "pi" on PATH.
+	i := strings.LastIndex(e.inst.cli, string(filepath.Separator)+"node_modules"+string(filepath.Separator))
+	bin := filepath.Join(e.inst.cli[:i], "node_modules", ".bin")
+	path := "PATH=" + bin + string(os.PathListSeparator) + filepath.Dir(e.inst.node) + string(os.PathListSeparator) + os.Getenv("PATH")
+	cmd := exec.Command("tmux", "-S", s.socket, "new-session", "-d", "-s", "main", "-x", "200", "-y", "50", "--", "sleep", "1000000")
+	cmd.Env = append(append([]string(nil), e.env...), path, "TERM=xterm-256color")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		e.t.Fatalf("tmux new-session: %v\n%s", err, out)
+	}
+	s.pane = strings.TrimSpace(s.tmux("display-message", "-p", "-t", "main:", "#{pane_id}"))
+	return s, []string{path, "TMUX=" + s.socket + ",1,0", "TMUX_PANE=" + s.pane}
+}
+
+func (s *tmuxServer) tmux(args ...string) string {
+	s.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-S", s.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		s.t.Fatalf("tmux %q: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// windows lists the session's windows: id, name and run option.
+func (s *tmuxServer) windows() []string {
+	return strings.Split(strings.TrimSpace(s.tmux("list-windows", "-t", "main", "-F", "#{window_id}|#{window_name}|#{@facets_run}")), "\n")
+}
+
+// TestDelegateTalkCloseInTmuxWithRealPi: a Main Pi in tmux (no Herdr
+// anywhere) delegates; the Sub opens in a background window of the Main's
+// session as a real interactive Pi, starts its task itself (nothing is
+// typed), talks to the Main, gets the Main's answer, talks again, and
+// close_sub closes its window.
+func TestDelegateTalkCloseInTmuxWithRealPi(t *testing.T) {
+	const task = "COUNT_TASK: count the files"
+	const more = "MORE_TASK: and the directories?"
+	var runIDs sync.Map
+	mock := startMock(t, func(n int, req chatRequest) reply {
+		last := req.last()
+		text := last.text()
+		if strings.Contains(req.system(), "<facets_sub_protocol>") {
+			switch {
+			case last.Role == "user" && strings.Contains(text, "MORE_TASK"):
+				return reply{Tool: "talk", Args: map[string]any{"message": "directories: 2"}}
+			case last.Role == "user" && strings.Contains(text, "COUNT_TASK"):
+				return reply{Tool: "talk", Args: map[string]any{"message": "count is 3"}}
+			}
+			return reply{Text: "sub: nothing to do"}
+		}
+		switch {
+		case last.Role == "user" && strings.HasPrefix(text, channel.DeliveryPrefix):
+			r, _, err := channel.ParseDeliveryHeader(text)
+			if err != nil {
+				return reply{Text: "bad header: " + err.Error()}
+			}
+			runIDs.Store("run", r.RunID)
+			if strings.Contains(text, "count is 3") {
+				return reply{Tool: "talk", Args: map[string]any{"runId": r.RunID[:8], "message": more}}
+			}
+			return reply{Tool: "close_sub", Args: map[string]any{"runId": r.RunID}}
+		case last.Role == "user":
+			return reply{Tool: "delegate", Args: map[string]any{"title": "Count #{pane_id};", "task": task, "profile": "worker"}}
+		case last.Role == "tool" && strings.Contains(text, "Message queued for Sub"):
+			return reply{Text: "waiting for the Sub"}
+		case last.Role == "tool" && strings.Contains(text, "Closed Sub"):
+			return reply{Text: "all done"}
+		}
+		return reply{Text: "main: unexpected " + last.Role + ": " + text}
+	})
+	e := newPiEnv(t, mock)
+	e.profile("orchestrator", map[string]any{"description": "Delegates work", "model": "mock/mock-model",
+		"tools": []string{"read", "delegate", "talk", "close_sub", "list_sub"}, "invocation": "manual"})
+	e.profile("worker", map[string]any{"description": "Counts things", "model": "mock/mock-model",
+		"tools": []string{"read", "grep"}, "instructions": "Count precisely."})
+	srv, tmuxEnv := e.startTmux()
+
+	start := time.Now()
+	main := e.startRPC(tmuxEnv, "--no-extensions", "-e", e.bridge, "--profile", "orchestrator", "--session-id", "facets-main-tmux")
+	main.send(map[string]any{"id": "p1", "type": "prompt", "message": "please delegate the count"})
+	if r := main.response("p1"); r["success"] != true {
+		t.Fatalf("prompt: %v", r)
+	}
+	// The Sub's window: in the Main's session, named literally, carrying
+	// its run id, and not the active window.
+	var subWindow string
+	main.waitFor("the Sub's window", 30*time.Second, func([]map[string]any) bool {
+		for _, w := range srv.windows() {
+			if f := strings.SplitN(w, "|", 3); len(f) == 3 && f[2] != "" {
+				subWindow = w
+				return true
+			}
+		}
+		return false
+	})
+	if f := strings.SplitN(subWindow, "|", 3); f[1] != "↳ pi · Count #{pane_id};" {
+		t.Errorf("Sub window %q: want the title shown literally", subWindow)
+	}
+	if active := strings.TrimSpace(srv.tmux("display-message", "-p", "-t", "main:", "#{window_id}")); strings.HasPrefix(subWindow, active+"|") {
+		t.Errorf("the Sub's window took the focus")
+	}
+	main.waitFor("the Main's model to close the Sub", 90*time.Second, func([]map[string]any) bool {
+		for _, r := range mock.Requests() {
+			if l := r.last(); l.Role == "tool" && strings.Contains(l.text(), "Closed Sub") {
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("delegate → talk → talk back → talk → close_sub in tmux took %v", time.Since(start))
+	main.waitFor("the Sub's window to close", 10*time.Second, func([]map[string]any) bool { return len(srv.windows()) == 1 })
+
+	// The Sub's first user message was its task, which nobody typed; it
+	// got the Main's answer as a delivery.
+	var first, answered bool
+	for _, r := range mock.Requests() {
+		if !strings.Contains(r.system(), "<facets_sub_protocol>") {
+			continue
+		}
+		for _, m := range r.Messages {
+			if m.Role == "user" {
+				first = first || strings.Contains(m.text(), task)
+				break
+			}
+		}
+		answered = answered || strings.Contains(r.last().text(), more)
+	}
+	if !first || !answered {
+		t.Errorf("the Sub's first user message was its task: %v; it got the Main's answer: %v", first, answered)
+	}
+	if _, ok := runIDs.Load("run"); !ok {
+		t.Error("the Main never got the Sub's message")
+	}
+}
