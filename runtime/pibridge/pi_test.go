@@ -314,6 +314,7 @@ type mockModel struct {
 
 	mu       sync.Mutex
 	requests []chatRequest
+	times    []time.Time
 }
 
 type chatRequest struct {
@@ -378,11 +379,13 @@ func (r chatRequest) last() chatMessage {
 	return r.Messages[len(r.Messages)-1]
 }
 
-// reply is one scripted answer: text, or a single tool call.
+// reply is one scripted answer: text, a single tool call, or several
+// (Calls, each a Tool and its Args).
 type reply struct {
-	Text string
-	Tool string
-	Args any
+	Text  string
+	Tool  string
+	Args  any
+	Calls []reply
 }
 
 func startMock(t *testing.T, script func(n int, req chatRequest) reply) *mockModel {
@@ -413,6 +416,7 @@ func (m *mockModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	m.mu.Lock()
 	m.requests = append(m.requests, req)
+	m.times = append(m.times, time.Now())
 	n := len(m.requests)
 	m.mu.Unlock()
 	rep := m.script(r.Context(), n, req)
@@ -423,14 +427,23 @@ func (m *mockModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
 	}
 	var chunks []map[string]any
+	calls := rep.Calls
 	if rep.Tool != "" {
-		args, _ := json.Marshal(rep.Args)
-		chunks = append(chunks,
-			chunk(map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
-				"index": 0, "id": fmt.Sprintf("call_%d", n), "type": "function",
-				"function": map[string]any{"name": rep.Tool, "arguments": ""}}}}, nil),
-			chunk(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "function": map[string]any{"arguments": string(args)}}}}, nil),
-			chunk(map[string]any{}, "tool_calls"))
+		calls = []reply{rep}
+	}
+	if len(calls) > 0 {
+		for i, c := range calls {
+			args, _ := json.Marshal(c.Args)
+			delta := map[string]any{"tool_calls": []any{map[string]any{
+				"index": i, "id": fmt.Sprintf("call_%d_%d", n, i), "type": "function",
+				"function": map[string]any{"name": c.Tool, "arguments": ""}}}}
+			if i == 0 {
+				delta["role"], delta["content"] = "assistant", nil
+			}
+			chunks = append(chunks, chunk(delta, nil),
+				chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": string(args)}}}}, nil))
+		}
+		chunks = append(chunks, chunk(map[string]any{}, "tool_calls"))
 	} else {
 		chunks = append(chunks, chunk(map[string]any{"role": "assistant", "content": ""}, nil),
 			chunk(map[string]any{"content": rep.Text}, nil), chunk(map[string]any{}, "stop"))
@@ -444,6 +457,13 @@ func (m *mockModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	buf.WriteString("data: [DONE]\n\n")
 	w.Write(buf.Bytes())
+}
+
+// RequestTimes are when each of Requests arrived.
+func (m *mockModel) RequestTimes() []time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]time.Time(nil), m.times...)
 }
 
 func (m *mockModel) Requests() []chatRequest {

@@ -1,9 +1,11 @@
 package pibridge_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -166,4 +168,108 @@ func TestDelegateTalkCloseInTmuxWithRealPi(t *testing.T) {
 	if _, ok := runIDs.Load("run"); !ok {
 		t.Error("the Main never got the Sub's message")
 	}
+	// One Sub alone: from the delegate call to the Sub's first request.
+	var delegatedAt, subAt time.Time
+	for k, r := range mock.Requests() {
+		at := mock.RequestTimes()[k]
+		switch sub := strings.Contains(r.system(), "<facets_sub_protocol>"); {
+		case !sub && delegatedAt.IsZero():
+			delegatedAt = at
+		case sub && subAt.IsZero():
+			subAt = at
+		}
+	}
+	t.Logf("one Sub in tmux: %v from the delegate call to its first model request", subAt.Sub(delegatedAt).Round(time.Millisecond))
+}
+
+// TestFourSubsAtOnceInTmuxWithRealPi: four delegate calls in one turn of
+// the Main all start, each Sub in its own window with its own task as its
+// first user message (nothing typed, so nothing garbled); the test logs how
+// long each Sub took from the delegate calls to its first model request,
+// beside a plain Pi's own start.
+func TestFourSubsAtOnceInTmuxWithRealPi(t *testing.T) {
+	var delegated sync.Once
+	var delegatedAt time.Time
+	mock := startMock(t, func(n int, req chatRequest) reply {
+		last := req.last()
+		text := last.text()
+		if strings.Contains(req.system(), "<facets_sub_protocol>") {
+			for i := range 4 {
+				if tag := fmt.Sprintf("TASK_%d:", i); last.Role == "user" && strings.Contains(text, tag) {
+					return reply{Tool: "talk", Args: map[string]any{"message": fmt.Sprintf("done %d", i)}}
+				}
+			}
+			return reply{Text: "sub: idle"}
+		}
+		switch {
+		case last.Role == "user" && strings.HasPrefix(text, channel.DeliveryPrefix):
+			return reply{Text: "noted"}
+		case last.Role == "user":
+			delegated.Do(func() { delegatedAt = time.Now() })
+			var calls []reply
+			for i := range 4 {
+				calls = append(calls, reply{Tool: "delegate", Args: map[string]any{
+					"title": fmt.Sprintf("Sub %d", i), "task": fmt.Sprintf("TASK_%d: part %d of the work", i, i), "profile": "worker"}})
+			}
+			return reply{Calls: calls}
+		}
+		return reply{Text: "waiting"}
+	})
+	e := newPiEnv(t, mock)
+	e.profile("orchestrator", map[string]any{"description": "Delegates work", "model": "mock/mock-model",
+		"tools": []string{"read", "delegate", "talk", "close_sub", "list_sub"}, "invocation": "manual"})
+	e.profile("worker", map[string]any{"description": "Does a part", "model": "mock/mock-model", "tools": []string{"read"}})
+	srv, tmuxEnv := e.startTmux()
+
+	// Pi's own start, for scale: a plain Pi answering one prompt.
+	piStart := time.Now()
+	e.run(nil, "--no-extensions", "-p", "hello")
+	piOwn := time.Since(piStart)
+
+	main := e.startRPC(tmuxEnv, "--no-extensions", "-e", e.bridge, "--profile", "orchestrator", "--session-id", "facets-main-four")
+	main.send(map[string]any{"id": "p1", "type": "prompt", "message": "split the work four ways"})
+	if r := main.response("p1"); r["success"] != true {
+		t.Fatalf("prompt: %v", r)
+	}
+	first := map[int]time.Time{}
+	main.waitFor("four Subs to report", 120*time.Second, func([]map[string]any) bool {
+		reqs, times := mock.Requests(), mock.RequestTimes()
+		for k, r := range reqs {
+			if !strings.Contains(r.system(), "<facets_sub_protocol>") {
+				continue
+			}
+			for _, m := range r.Messages {
+				if m.Role != "user" {
+					continue
+				}
+				for i := range 4 {
+					if strings.Contains(m.text(), fmt.Sprintf("TASK_%d:", i)) {
+						if _, seen := first[i]; !seen {
+							first[i] = times[k]
+						}
+					}
+				}
+				break // the first user message only
+			}
+		}
+		return len(first) == 4
+	})
+	var runs []string
+	for _, w := range srv.windows() {
+		if f := strings.SplitN(w, "|", 3); len(f) == 3 && f[2] != "" {
+			runs = append(runs, f[2])
+		}
+	}
+	if slices.Sort(runs); len(slices.Compact(runs)) != 4 {
+		t.Errorf("windows with a run: %q, want four, each its own", srv.windows())
+	}
+	var ready []string
+	for i := range 4 {
+		d := first[i].Sub(delegatedAt)
+		ready = append(ready, d.Round(time.Millisecond).String())
+		if d > piOwn+10*time.Second {
+			t.Errorf("Sub %d took %v from the delegate calls to its first request (a plain Pi: %v)", i, d, piOwn)
+		}
+	}
+	t.Logf("four Subs in tmux, delegate calls to each Sub's first model request: %s; a plain Pi's own start and answer: %v", strings.Join(ready, ", "), piOwn.Round(time.Millisecond))
 }
