@@ -1,13 +1,16 @@
 package pibridge_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -272,4 +275,115 @@ func TestFourSubsAtOnceInTmuxWithRealPi(t *testing.T) {
 		}
 	}
 	t.Logf("four Subs in tmux, delegate calls to each Sub's first model request: %s; a plain Pi's own start and answer: %v", strings.Join(ready, ", "), piOwn.Round(time.Millisecond))
+}
+
+// facets runs this test's facets binary as the Main's runtime commands run
+// it, and returns its stdout (the JSON format), failing on exit codes other
+// than want.
+func (e *piEnv) facetsJSON(env []string, want int, args ...string) map[string]any {
+	e.t.Helper()
+	stdout, stderr, code := e.runCmd(env, e.facets, append(args, "--format", "json")...)
+	if code != want {
+		e.t.Fatalf("facets %q: exit %d, want %d\n%s%s", args, code, want, stdout, stderr)
+	}
+	var v map[string]any
+	if err := json.Unmarshal([]byte(stdout), &v); err != nil {
+		e.t.Fatalf("facets %q: %v\n%s", args, err, stdout)
+	}
+	return v
+}
+
+// openRuns is facets list --all: run id → status.
+func openRuns(l map[string]any) map[string]string {
+	out := map[string]string{}
+	for _, o := range l["open"].([]any) {
+		m := o.(map[string]any)
+		out[m["runId"].(string)] = m["status"].(string)
+	}
+	return out
+}
+
+// TestKilledWindowAndServerInTmuxWithRealPi: a Sub window the user kills
+// by hand ends its run as a manually closed Sub (its Pi says so through its
+// channel); after a crash (the Sub's Pi killed outright, then the whole
+// tmux server), the run is listed as gone and facets close releases it.
+func TestKilledWindowAndServerInTmuxWithRealPi(t *testing.T) {
+	mock := startMock(t, func(n int, req chatRequest) reply {
+		last := req.last()
+		text := last.text()
+		if strings.Contains(req.system(), "<facets_sub_protocol>") {
+			if last.Role == "user" && strings.Contains(text, "HELLO_TASK") {
+				return reply{Tool: "talk", Args: map[string]any{"message": "hello from the Sub"}}
+			}
+			return reply{Text: "sub: idle"}
+		}
+		switch {
+		case last.Role == "user" && strings.HasPrefix(text, channel.DeliveryPrefix):
+			return reply{Text: "noted"}
+		case last.Role == "user":
+			return reply{Tool: "delegate", Args: map[string]any{"title": "Hello", "task": "HELLO_TASK: say hello", "profile": "worker"}}
+		}
+		return reply{Text: "waiting"}
+	})
+	e := newPiEnv(t, mock)
+	e.profile("orchestrator", map[string]any{"description": "Delegates work", "model": "mock/mock-model",
+		"tools": []string{"read", "delegate", "talk", "close_sub", "list_sub"}, "invocation": "manual"})
+	e.profile("worker", map[string]any{"description": "Says hello", "model": "mock/mock-model", "tools": []string{"read"}})
+	srv, tmuxEnv := e.startTmux()
+	const session = "facets-main-kill"
+	main := e.startRPC(tmuxEnv, "--no-extensions", "-e", e.bridge, "--profile", "orchestrator", "--session-id", session)
+	runEnv := append(append([]string(nil), tmuxEnv...), "PI_FACETS_MAIN_SESSION="+session)
+	delegateOne := func(id string) (runID, window string) {
+		t.Helper()
+		before := len(mock.Requests())
+		main.send(map[string]any{"id": id, "type": "prompt", "message": "delegate a hello"})
+		if r := main.response(id); r["success"] != true {
+			t.Fatalf("prompt: %v", r)
+		}
+		main.waitFor("the Sub's hello to reach the Main", 60*time.Second, func([]map[string]any) bool {
+			for _, r := range mock.Requests()[before:] {
+				if l := r.last(); l.Role == "user" && strings.Contains(l.text(), "hello from the Sub") {
+					return true
+				}
+			}
+			return false
+		})
+		for _, w := range srv.windows() {
+			if f := strings.SplitN(w, "|", 3); len(f) == 3 && f[2] != "" {
+				if _, seen := openRuns(e.facetsJSON(runEnv, 0, "list", "--all"))[f[2]]; seen {
+					return f[2], f[0]
+				}
+			}
+		}
+		t.Fatalf("no open run with a window: %q", srv.windows())
+		return "", ""
+	}
+
+	// The user kills the Sub's window: its Pi records a manual close, and
+	// the run is no longer open.
+	run1, window1 := delegateOne("p1")
+	srv.tmux("kill-window", "-t", window1)
+	main.waitFor("the killed Sub's run to end", 20*time.Second, func([]map[string]any) bool {
+		_, open := openRuns(e.facetsJSON(runEnv, 0, "list", "--all"))[run1]
+		return !open
+	})
+
+	// A crash: the Sub's Pi dies without a word (SIGKILL), then the whole
+	// server goes. The run is gone, and close releases it.
+	run2, window2 := delegateOne("p2")
+	pid, err := strconv.Atoi(strings.TrimSpace(srv.tmux("display-message", "-p", "-t", window2, "#{pane_pid}")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	srv.tmux("kill-server")
+	if st := openRuns(e.facetsJSON(runEnv, 0, "list", "--all"))[run2]; st != "gone" {
+		t.Errorf("after kill-server the run is %q, want gone", st)
+	}
+	if c := e.facetsJSON(runEnv, 0, "close", "--run", run2); c["ok"] != true {
+		t.Errorf("close after kill-server: %v", c)
+	}
+	if runs := openRuns(e.facetsJSON(runEnv, 0, "list", "--all")); len(runs) != 0 {
+		t.Errorf("open runs after close: %v", runs)
+	}
 }
