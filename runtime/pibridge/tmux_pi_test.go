@@ -387,3 +387,97 @@ func TestKilledWindowAndServerInTmuxWithRealPi(t *testing.T) {
 		t.Errorf("open runs after close: %v", runs)
 	}
 }
+
+// TestProfileCommandAndResumeInTmuxWithRealPi: /sub:review opens the
+// user's persistent reviewer in a tmux window with the request as its
+// first message; a second /sub:review is queued to that same Sub; closed,
+// the next /sub:review resumes its session in a new window, where the Sub
+// still has the first request in its history.
+func TestProfileCommandAndResumeInTmuxWithRealPi(t *testing.T) {
+	mock := startMock(t, func(n int, req chatRequest) reply {
+		last := req.last()
+		text := last.text()
+		if strings.Contains(req.system(), "<facets_sub_protocol>") && last.Role == "user" {
+			for _, k := range []string{"THIRD", "MR 43", "MR 42"} {
+				if strings.Contains(text, k) {
+					return reply{Tool: "talk", Args: map[string]any{"message": k + " reviewed"}}
+				}
+			}
+		}
+		return reply{Text: "ok"}
+	})
+	e := newPiEnv(t, mock)
+	e.profile("review", map[string]any{"description": "MR review", "invocation": "manual", "model": "mock/mock-model",
+		"tools": []string{"read"}, "sessionPersistence": "persistent"})
+	srv, tmuxEnv := e.startTmux()
+	const session = "facets-main-sub"
+	main := e.startRPC(tmuxEnv, "--no-extensions", "-e", e.bridge, "--session-id", session)
+	runEnv := append(append([]string(nil), tmuxEnv...), "PI_FACETS_MAIN_SESSION="+session)
+	command := func(id, text, action string) {
+		t.Helper()
+		main.send(map[string]any{"id": id, "type": "prompt", "message": text})
+		main.response(id)
+		main.waitFor("the "+action+" notification", 30*time.Second, func(evs []map[string]any) bool {
+			for _, ev := range evs {
+				if msg, _ := ev["message"].(string); ev["method"] == "notify" && strings.HasPrefix(msg, action+": review · ") {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	reviewed := func(k string) {
+		t.Helper()
+		main.waitFor("the Sub's "+k+" answer at the Main", 60*time.Second, func([]map[string]any) bool {
+			for _, r := range mock.Requests() {
+				if l := r.last(); !strings.Contains(r.system(), "<facets_sub_protocol>") && strings.Contains(l.text(), k+" reviewed") {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	subWindows := func() []string {
+		var out []string
+		for _, w := range srv.windows() {
+			if f := strings.SplitN(w, "|", 3); len(f) == 3 && f[2] != "" {
+				out = append(out, f[0])
+			}
+		}
+		return out
+	}
+
+	command("c1", "/sub:review check MR 42", "created")
+	reviewed("MR 42")
+	first := subWindows()
+	command("c2", "/sub:review and MR 43", "queued")
+	reviewed("MR 43")
+	if now := subWindows(); len(first) != 1 || !slices.Equal(now, first) {
+		t.Fatalf("Sub windows %q after the queued request, want the one %q", now, first)
+	}
+	var runID string
+	for id := range openRuns(e.facetsJSON(runEnv, 0, "list", "--all")) {
+		runID = id
+	}
+	if c := e.facetsJSON(runEnv, 0, "close", "--run", runID); c["ok"] != true {
+		t.Fatalf("close: %v", c)
+	}
+	main.waitFor("the Sub's window to close", 10*time.Second, func([]map[string]any) bool { return len(subWindows()) == 0 })
+
+	command("c3", "/sub:review THIRD look", "resumed")
+	reviewed("THIRD")
+	if now := subWindows(); len(now) != 1 || now[0] == first[0] {
+		t.Errorf("the resumed Sub's window %q, want a new one (the first was %q)", now, first)
+	}
+	var history bool
+	for _, r := range mock.Requests() {
+		if strings.Contains(r.system(), "<facets_sub_protocol>") && strings.Contains(r.last().text(), "THIRD") {
+			for _, m := range r.Messages {
+				history = history || strings.Contains(m.text(), "MR 42")
+			}
+		}
+	}
+	if !history {
+		t.Error("the resumed Sub has not the first request in its history")
+	}
+}
