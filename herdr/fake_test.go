@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/facets-dev/facets/internal/herdrtest"
+	"github.com/facets-dev/facets/internal/surfacetest"
+	"github.com/facets-dev/facets/runtime/surface"
 )
 
 // fakeBinDir holds the fake herdr executable built once for the package.
@@ -31,4 +33,11 @@ func newFixture(t *testing.T, extraEnv ...string) *fixture {
 	fake := herdrtest.New(t, fakeBinDir, dir, dir)
 	fake.Env = append(fake.Env, extraEnv...)
 	return &fixture{Fake: fake, t: t, cli: &CLI{Runner: ExecRunner{Env: fake.Env}, Getenv: fake.Getenv}}
+}
+
+// TestSurfaceContract: the Herdr adapter, against the fake Herdr, answers
+// the contract the runtime relies on (tmux's adapter answers the same one
+// against the real tmux).
+func TestSurfaceContract(t *testing.T) {
+	surfacetest.Run(t, func(t *testing.T) surface.Surface { return newFixture(t).cli }, []string{"--no-session"})
 }

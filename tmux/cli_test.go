@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/facets-dev/facets/internal/envvar"
+	"github.com/facets-dev/facets/internal/surfacetest"
 	"github.com/facets-dev/facets/runtime/surface"
 )
 
@@ -305,4 +306,14 @@ func TestLiteralAndFormat(t *testing.T) {
 			t.Errorf("Format(%q) = %q, want %q", tc.in, got, tc.format)
 		}
 	}
+}
+
+// TestSurfaceContract: the tmux adapter, against the real tmux, answers
+// the contract the runtime relies on (Herdr's adapter answers the same one
+// against the fake Herdr).
+func TestSurfaceContract(t *testing.T) {
+	surfacetest.Run(t, func(t *testing.T) surface.Surface {
+		pi, _ := fakePi(t)
+		return startServer(t).cli(pi)
+	}, []string{"contract", "x"})
 }
