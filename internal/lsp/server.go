@@ -330,8 +330,6 @@ func (s *Server) open(p didOpenParams) {
 		s.logf("didOpen: %s is not a file URI; it is not validated", p.TextDocument.URI)
 		return
 	}
-	s.mu.Lock()
-	s.mu.Unlock()
 	d := &document{uri: p.TextDocument.URI, path: path, version: p.TextDocument.Version, text: p.TextDocument.Text, notUTF8: diskBytes(path)}
 	s.mu.Lock()
 	s.docs[p.TextDocument.URI] = d
