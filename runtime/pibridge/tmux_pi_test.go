@@ -37,7 +37,20 @@ func (e *piEnv) startTmux() (*tmuxServer, []string) {
 	}
 	s := &tmuxServer{t: e.t, socket: filepath.Join(dir, "s")}
 	e.t.Cleanup(func() {
+		// The Subs' Pis end with the server (SIGHUP) and write their last
+		// words to their channels as they go: wait for every pane's process
+		// group to be gone before the test's directories are removed.
+		out, _ := exec.Command("tmux", "-S", s.socket, "list-panes", "-a", "-F", "#{pane_pid}").Output()
 		exec.Command("tmux", "-S", s.socket, "kill-server").Run()
+		for _, f := range strings.Fields(string(out)) {
+			pid, err := strconv.Atoi(f)
+			if err != nil {
+				continue
+			}
+			for deadline := time.Now().Add(15 * time.Second); syscall.Kill(-pid, 0) == nil && time.Now().Before(deadline); {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
 		os.RemoveAll(dir)
 	})
 	// Pi's own launcher, as "pi" on PATH.
