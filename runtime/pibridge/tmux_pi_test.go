@@ -381,9 +381,28 @@ func TestKilledWindowAndServerInTmuxWithRealPi(t *testing.T) {
 		return !open
 	})
 
-	// A crash: the Sub's Pi dies without a word (SIGKILL), then the whole
-	// server goes. The run is gone, and close releases it.
+	// A crash: the Main has stopped, the Sub's last message waits for it,
+	// the Sub's Pi dies without a word (SIGKILL), then the whole server
+	// goes. The run is gone; close releases it and keeps the message.
 	run2, window2 := delegateOne("p2")
+	main.stop()
+	var rec struct{ ChannelDir string }
+	data, err := os.ReadFile(filepath.Join(e.agentDir, "facets", "state", session, "runs", run2+".json"))
+	if err != nil || json.Unmarshal(data, &rec) != nil {
+		t.Fatalf("run record: %v %s", err, data)
+	}
+	token, err := os.ReadFile(filepath.Join(rec.ChannelDir, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := channel.Open(rec.ChannelDir, strings.TrimSpace(string(token)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.Send(channel.ToMain, "last words"); err != nil {
+		t.Fatal(err)
+	}
+	ch.Close()
 	pid, err := strconv.Atoi(strings.TrimSpace(srv.tmux("display-message", "-p", "-t", window2, "#{pane_pid}")))
 	if err != nil {
 		t.Fatal(err)
@@ -393,8 +412,11 @@ func TestKilledWindowAndServerInTmuxWithRealPi(t *testing.T) {
 	if st := openRuns(e.facetsJSON(runEnv, 0, "list", "--all"))[run2]; st != "gone" {
 		t.Errorf("after kill-server the run is %q, want gone", st)
 	}
-	if c := e.facetsJSON(runEnv, 0, "close", "--run", run2); c["ok"] != true {
-		t.Errorf("close after kill-server: %v", c)
+	if c := e.facetsJSON(runEnv, 0, "close", "--run", run2); c["ok"] != true || c["retained"] != true {
+		t.Errorf("close after kill-server: %v, want ok and the channel retained for the message", c)
+	}
+	if msgs, _, err := mustOpen(t, rec.ChannelDir, string(token)).Pending(channel.ToMain); err != nil || len(msgs) != 1 || msgs[0].Text != "last words" {
+		t.Errorf("the Sub's last message after close: %v %v", msgs, err)
 	}
 	if runs := openRuns(e.facetsJSON(runEnv, 0, "list", "--all")); len(runs) != 0 {
 		t.Errorf("open runs after close: %v", runs)
@@ -493,4 +515,14 @@ func TestProfileCommandAndResumeInTmuxWithRealPi(t *testing.T) {
 	if !history {
 		t.Error("the resumed Sub has not the first request in its history")
 	}
+}
+
+func mustOpen(t *testing.T, dir, token string) *channel.Channel {
+	t.Helper()
+	ch, err := channel.Open(dir, strings.TrimSpace(token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ch.Close() })
+	return ch
 }
