@@ -3,6 +3,7 @@ package compiler
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -291,7 +292,7 @@ func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[str
 		return map[string]any{}, nil, bad, lenient // an empty block is an empty mapping
 	}
 	adjust := map[string]any{} // key -> the value pi-herdr-agents reads; nil drops the key
-	res := p.schema.ValidateFrontmatter(cue.Role, path, yaml, start)
+	res := p.schema.ValidateFrontmatter(cue.Role, path, quoteColonValues(yaml), start)
 	// A duplicated key has only its duplicate-key finding (package cue
 	// leaves it out of the value pass), so no value finding is about one.
 	for _, fd := range res.Findings {
@@ -304,6 +305,9 @@ func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[str
 				diags = append(diags, lenientDiag(fd.File, fd.Line, fd.Column, top, fd.Message, fd.Hint, v, drop))
 				continue
 			}
+		}
+		if fd.Code == cue.CodeSyntax && strings.Contains(d.Message, "mapping values are not allowed") {
+			d = colonValueSyntax(d, yaml, start)
 		}
 		if fd.Code == cue.CodeUnknownField {
 			d.Severity = Warning // pi-herdr-agents ignores unknown keys
@@ -337,6 +341,78 @@ func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[str
 		}
 	}
 	return m, diags, bad, lenient
+}
+
+// quoteColonValues returns yaml with each unindented one-line plain value
+// that holds ": " (or ends in ":") written as a double-quoted scalar: YAML
+// cannot read such a line ("mapping values are not allowed"), and
+// pi-herdr-agents reads the rest of the line as the value
+// (description: Plans work. Use when: the task is large), so the role is
+// read as pi-herdr-agents reads it. A value that starts with a quote, a
+// flow or block indicator, or that holds " #" (which YAML and
+// pi-herdr-agents read differently) is left as it is, for the divergence
+// checks. yaml itself is returned when nothing changes.
+func quoteColonValues(yaml []byte) []byte {
+	if !bytes.Contains(yaml, []byte(": ")) {
+		return yaml
+	}
+	lines := strings.SplitAfter(string(yaml), "\n")
+	changed := false
+	for i, l := range lines {
+		text := strings.TrimSuffix(l, "\n")
+		key, v, ok := strings.Cut(text, ": ")
+		if !ok || key == "" || !plainKey(key) {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		if v == "" || strings.ContainsAny(v[:1], "\"'[{|>&*!%@`#") || strings.Contains(v, " #") ||
+			!(strings.Contains(v, ": ") || strings.HasSuffix(v, ":")) {
+			continue
+		}
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if enc.Encode(v) != nil {
+			continue
+		}
+		lines[i] = key + ": " + strings.TrimSuffix(b.String(), "\n") + l[len(text):]
+		changed = true
+	}
+	if !changed {
+		return yaml
+	}
+	return []byte(strings.Join(lines, ""))
+}
+
+// colonValueSyntax points YAML's "mapping values are not allowed" at the
+// ": " inside the value of its line (YAML reports the line's start) and
+// says how to write the value so both YAML and pi-herdr-agents read it.
+func colonValueSyntax(d Diagnostic, yaml []byte, start int) Diagnostic {
+	lines := strings.Split(string(yaml), "\n")
+	i := d.Line - start
+	if i < 0 || i >= len(lines) {
+		return d
+	}
+	key, v, ok := strings.Cut(lines[i], ": ")
+	if !ok {
+		return d
+	}
+	if j := strings.Index(v, ": "); j >= 0 {
+		d.Column = len(key) + 2 + j + 1
+		d.Hint = fmt.Sprintf("the value of %s holds \": \"; write it on one line without a \" #\" comment, or quote the whole value: %s: \"...\"", key, key)
+	}
+	return d
+}
+
+// plainKey reports whether k is a frontmatter key pi-herdr-agents reads:
+// unindented letters, digits, '-' and '_'.
+func plainKey(k string) bool {
+	for _, r := range k {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // blankYAML reports whether yaml has only blank and comment lines.
