@@ -133,6 +133,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newExplainCmd(a),
 		newHerdrVisibilityCmd(a),
 		newPiExtensionCmd(a),
+		newImportCmd(a),
 		newNewCmd(a),
 		newProfilesCmd(a),
 		newSchemaCmd(a),
