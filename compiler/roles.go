@@ -244,6 +244,7 @@ func (p *roleParser) parseFile(f *profiles.RoleFile) (roleDef, []Diagnostic) {
 		ds := lineReadingDiags(f.Path, def.name, yaml, start, fields, lenient)
 		valid = valid && !HasErrors(ds)
 		diags = append(diags, ds...)
+		diags = append(diags, claudeToolDiags(f.Path, def.name, yaml, start)...)
 	}
 	if !utf8.ValidString(body) {
 		valid = false
@@ -308,6 +309,9 @@ func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[str
 		}
 		if fd.Code == cue.CodeSyntax && strings.Contains(d.Message, "mapping values are not allowed") {
 			d = colonValueSyntax(d, yaml, start)
+		}
+		if top == "model" && fd.Code == cue.CodeInvalidValue {
+			d.Hint = claudeModelHint(yaml, d.Hint)
 		}
 		if fd.Code == cue.CodeUnknownField {
 			d.Severity = Warning // pi-herdr-agents ignores unknown keys
@@ -402,6 +406,50 @@ func colonValueSyntax(d Diagnostic, yaml []byte, start int) Diagnostic {
 		d.Hint = fmt.Sprintf("the value of %s holds \": \"; write it on one line without a \" #\" comment, or quote the whole value: %s: \"...\"", key, key)
 	}
 	return d
+}
+
+// claudeOnlyTools are Claude Code tools Pi has no counterpart for.
+var claudeOnlyTools = []string{"WebFetch", "WebSearch", "Task", "TodoWrite", "NotebookEdit", "NotebookRead", "BashOutput", "KillShell", "SlashCommand", "ExitPlanMode"}
+
+// claudeToolDiags warns about Claude Code tool names in a role's tools and
+// deny-tools (a file brought over by hand): Pi has no tool Read, and would
+// start the Sub without it.
+func claudeToolDiags(path, name string, yaml []byte, start int) []Diagnostic {
+	var diags []Diagnostic
+	for _, key := range []string{"tools", "deny-tools"} {
+		v, line, ok := profiles.FrontmatterLine(yaml, key)
+		if !ok {
+			continue
+		}
+		raw := strings.Split(string(yaml), "\n")[line-1]
+		for _, t := range strings.Split(v, ",") {
+			t = strings.TrimSpace(t)
+			col := strings.Index(raw, t) + 1
+			if pi, ok := profiles.ClaudeTools[t]; ok {
+				diags = append(diags, Diagnostic{Severity: Warning, Code: "claude-tool-name", File: path, Line: start + line - 1, Column: col, Subject: name,
+					Message: fmt.Sprintf("Role %q lists %s, Claude Code's name for Pi's %s tool; Pi has no tool %s", name, t, pi, t),
+					Hint:    fmt.Sprintf("write %s (facets import claude maps Claude Code agents)", pi)})
+			} else if slices.Contains(claudeOnlyTools, t) {
+				diags = append(diags, Diagnostic{Severity: Warning, Code: "claude-tool-name", File: path, Line: start + line - 1, Column: col, Subject: name,
+					Message: fmt.Sprintf("Role %q lists %s, a Claude Code tool Pi does not have", name, t),
+					Hint:    "remove it from " + key})
+			}
+		}
+	}
+	return diags
+}
+
+// claudeModelHint is the hint for a role model that is not provider/id:
+// Claude Code's inherit and aliases get their own.
+func claudeModelHint(yaml []byte, hint string) string {
+	v, _, _ := profiles.FrontmatterLine(yaml, "model")
+	switch v {
+	case "inherit":
+		return "inherit is Claude Code's: drop the model line (a role without a model runs on the Main's default model)"
+	case "sonnet", "opus", "haiku":
+		return fmt.Sprintf("%s is Claude Code's alias: write the Pi provider/id, e.g. anthropic/claude-%s-4 (facets import claude --model-map maps aliases)", v, v)
+	}
+	return hint
 }
 
 // plainKey reports whether k is a frontmatter key pi-herdr-agents reads:

@@ -295,6 +295,8 @@ func roleFileCases() []roleFileCase {
 		{"yaml syntax error", global, "r", "---\ndescription: a: b # c\n---\n", "r", false, []string{"error:syntax"}},
 		{"a plain value with ': ' is read as pi-herdr-agents reads it", pack, "r", "---\nname: r\ndescription: a: b\n---\n", "r", true, nil},
 		{"unclosed flow", global, "r", "---\ntools: [read: x\n---\n", "r", false, []string{"error:syntax"}},
+		{"Claude Code tool names", global, "r", "---\ntools: Read, grep, WebFetch\ndeny-tools: Bash\n---\n", "r", true,
+			[]string{"warning:claude-tool-name", "warning:claude-tool-name", "warning:claude-tool-name"}},
 		{"bad utf-8 in frontmatter", global, "r", "---\ndescription: \xff\n---\n", "r", false, []string{"error:encoding"}},
 		{"bare cr in frontmatter", global, "r", "---\n\r\r0\n---", "r", false, []string{"error:syntax"}},
 		{"crlf inside lf frontmatter is fine", global, "r", "---\ntools: read\r\n---\n", "r", true, nil},
@@ -384,6 +386,27 @@ func TestRoleSyntaxErrorPosition(t *testing.T) {
 	if d.Code != cue.CodeSyntax || d.Line != 3 || d.Column != 21 || !strings.Contains(d.Message, "mapping values are not allowed") ||
 		!strings.Contains(d.Hint, `description: "..."`) {
 		t.Errorf("got %+v; want a syntax error at the ': ' of line 3 (column 21) with the hint to quote the value", d)
+	}
+}
+
+// TestClaudeCodeHints: a role written for Claude Code gets told what Pi
+// calls its tools, and what to do with its model alias.
+func TestClaudeCodeHints(t *testing.T) {
+	schema := loadSchema(t)
+	for _, tc := range []struct{ text, code, in string }{
+		{"---\nmodel: inherit\n---\n", cue.CodeInvalidValue, "drop the model line"},
+		{"---\nmodel: sonnet\n---\n", cue.CodeInvalidValue, "--model-map"},
+		{"---\nmodel: gpt\n---\n", cue.CodeInvalidValue, "anthropic/claude-sonnet-4"},
+		{"---\ntools: read, Glob\n---\n", "claude-tool-name", "write find"},
+	} {
+		_, diags := parseOne(t, schema, profiles.LayerGlobal, "r", tc.text)
+		var found bool
+		for _, d := range diags {
+			found = found || d.Code == tc.code && strings.Contains(d.Hint, tc.in)
+		}
+		if !found {
+			t.Errorf("%q: %v, want %s with a hint holding %q", tc.text, diags, tc.code, tc.in)
+		}
 	}
 }
 
