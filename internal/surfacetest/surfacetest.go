@@ -17,7 +17,7 @@ func Run(t *testing.T, open func(t *testing.T) surface.Surface, args []string) {
 	ctx := context.Background()
 	launch := func(t *testing.T, s surface.Surface, runID string) surface.Handle {
 		t.Helper()
-		h, err := s.CreateTab(ctx, surface.TabSpec{Cwd: t.TempDir(), Title: "contract " + runID, Env: []surface.EnvVar{{Name: "FACETS_CONTRACT", Value: runID}}})
+		h, err := s.CreateTab(ctx, surface.TabSpec{Cwd: t.TempDir(), Title: "contract " + runID, Env: []surface.EnvVar{{Name: "CONTRACT_RUN", Value: runID}}})
 		if err != nil {
 			t.Fatalf("CreateTab: %v", err)
 		}
