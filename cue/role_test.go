@@ -143,3 +143,35 @@ func TestValuePassSeesOnlyAllowedKeys(t *testing.T) {
 		t.Errorf("CUE evaluated keys %v, want only [description]", seen[:min(len(seen), 5)])
 	}
 }
+
+// TestOtherToolsSpellings: a key another tool spells differently gets the
+// facets key in its hint, for the definition that has that key.
+func TestOtherToolsSpellings(t *testing.T) {
+	s := mustLoad(t)
+	for _, tc := range []struct {
+		d          Definition
+		src, field string
+		want       string
+	}{
+		{Role, "systemPromptMode: append\n", "systemPromptMode", "write system-prompt"},
+		{Role, "defaultContext: fork\n", "defaultContext", "write session-mode"},
+		{Role, "allowed-tools: read\n", "allowed-tools", "write tools"},
+		{Role, "thinkingLevel: high\n", "thinkingLevel", "write thinking"},
+		{Role, "colour: red\n", "colour", "allowed keys: name,"},
+	} {
+		r := s.ValidateFrontmatter(tc.d, "r.md", []byte(tc.src), 2)
+		var hint string
+		for _, f := range r.Findings {
+			if f.Field == tc.field && f.Code == CodeUnknownField {
+				hint = f.Hint
+			}
+		}
+		if !strings.Contains(hint, tc.want) {
+			t.Errorf("%q: hint %q, want one holding %q", tc.src, hint, tc.want)
+		}
+	}
+	r := s.ValidateJSON(Profile, "config.json", []byte(`{"version": 1, "name": "p", "tools": ["read"], "thinking": "high"}`))
+	if len(r.Findings) != 1 || !strings.Contains(r.Findings[0].Hint, "write thinkingLevel") {
+		t.Errorf("a profile's thinking: %+v, want the hint to write thinkingLevel", r.Findings)
+	}
+}

@@ -177,6 +177,18 @@ func standIn(src []byte) (string, bool) {
 	return "", false
 }
 
+// otherSpellings are keys other tools (Claude Code, other Pi extensions,
+// facets' own profile and role formats) use for what a facets key says;
+// an unknown key found here is told that key, when its definition has it.
+var otherSpellings = map[string]string{
+	"systemPromptMode": "system-prompt", "system_prompt": "system-prompt", "systemPrompt": "system-prompt",
+	"defaultContext": "session-mode", "sessionMode": "session-mode",
+	"allowed-tools": "tools", "allowedTools": "tools", "disallowedTools": "deny-tools", "disallowed-tools": "deny-tools",
+	"denyTools": "deny-tools", "autoExit": "auto-exit", "disableModelInvocation": "disable-model-invocation",
+	"thinkingLevel": "thinking", "reasoning": "thinking", "reasoningEffort": "thinking",
+	"thinking": "thinkingLevel", "prompt": "instructions", "session-persistence": "sessionPersistence",
+}
+
 // ValidateFrontmatter validates YAML frontmatter taken from a Markdown file
 // against definition d. startLine is the 1-based line of the file on which
 // the YAML text begins, so positions point into the Markdown file.
@@ -257,6 +269,7 @@ func (s *Schema) validate(d Definition, file string, lit *ast.StructLit) *Result
 	}
 
 	present := map[string]bool{}
+	listedAt := 0 // the line whose hint lists the allowed keys, once per file
 	fieldPos := map[string]token.Pos{}
 	names := make([]string, len(lit.Elts))
 	count := make(map[string]int, len(lit.Elts))
@@ -301,8 +314,15 @@ func (s *Schema) validate(d Definition, file string, lit *ast.StructLit) *Result
 		}
 		if !allowed {
 			hint := "remove it; allowed keys: " + strings.Join(meta.names, ", ")
-			if near := Nearest(name, meta.names); near != "" {
+			if listedAt > 0 {
+				hint = fmt.Sprintf("remove it (the allowed keys are listed at line %d)", listedAt)
+			}
+			if other, ok := otherSpellings[name]; ok && slices.Contains(meta.names, other) {
+				hint = fmt.Sprintf("%s is another tool's name for %q; write %s", name, other, other)
+			} else if near := Nearest(name, meta.names); near != "" {
 				hint = fmt.Sprintf("did you mean %q?", near)
+			} else if listedAt == 0 {
+				listedAt = line
 			}
 			res.Findings = append(res.Findings, Finding{Field: name, Diagnostic: diag.Diagnostic{Severity: diag.Error, File: file, Line: line, Column: col,
 				Code: CodeUnknownField, Message: fmt.Sprintf("unknown field %q", name), Hint: hint}})
