@@ -108,6 +108,12 @@ type roleDef struct {
 	// ignored files contribute nothing at all (no frontmatter outside
 	// packs, as in pi-herdr-agents).
 	ignored bool
+	// contributes is set for a pack file that passes pi-herdr-agents' own
+	// per-file checks (read, cli, frontmatter, name and stem, description):
+	// it offers its name to the package layer, so two such files disable
+	// the name (duplicate-package-role) even when facets finds one of them
+	// invalid for another reason.
+	contributes bool
 }
 
 // compileRoles discovers, validates and layers role definitions. It
@@ -253,13 +259,14 @@ func (p *roleParser) parseFile(f *profiles.RoleFile) (roleDef, []Diagnostic) {
 
 	name, hasName := fields["name"].(string)
 	desc, _ := fields["description"].(string)
+	piRejects := false // a check pi-herdr-agents itself makes failed
 	nameCol := 0
 	if nameLine > 0 {
 		nameLine, nameCol = nameLine+start-1, 1
 	}
 	switch {
 	case pack && hasName && name != f.Stem:
-		valid = false
+		valid, piRejects = false, true
 		add(Error, "role-name-mismatch", nameLine, nameCol, fmt.Sprintf("Role name %q must match filename %q in %s", name, f.Stem, f.Path),
 			fmt.Sprintf("rename the file to %s.md or set name: %s", name, f.Stem))
 	case !pack && hasName && name != f.Stem:
@@ -268,11 +275,12 @@ func (p *roleParser) parseFile(f *profiles.RoleFile) (roleDef, []Diagnostic) {
 			fmt.Sprintf("rename the file to %s.md so the file name is the role name", name))
 	}
 	if pack && fields != nil && strings.TrimSpace(desc) == "" && !badFields["description"] {
-		valid = false
+		valid, piRejects = false, true
 		add(Error, "missing-role-description", 0, 0, fmt.Sprintf("Role %q must declare a description in %s", def.name, f.Path),
 			"add description: <one sentence> to the frontmatter")
 	}
 	def.valid = valid
+	def.contributes = encodingOK && !piRejects
 	if valid && !p.diagnosticsOnly {
 		r := buildRole(f, def.name, fields, body)
 		def.role = &r
@@ -653,8 +661,9 @@ func layerRoles(list *profiles.RoleList, defs []roleDef) ([]manifest.Role, int, 
 			}
 			apply(d)
 		case profiles.LayerPackage:
-			// A pack file that is unreadable or invalid only skips itself.
-			if !d.valid {
+			// A pack file pi-herdr-agents rejects only skips itself; one it
+			// loads offers its name even when facets finds it invalid.
+			if !d.contributes {
 				continue
 			}
 			if _, ok := packDefs[d.name]; !ok {
