@@ -623,6 +623,12 @@ func (c *validator) validateEntry(e profiles.Entry) (cand *candidate, valid bool
 				Hint:    "write the provider and the model id, e.g. \"anthropic/claude-sonnet-4-5\""})
 		}
 	}
+	if _, suffix := splitThinkingSuffix(cfg.Model); suffix != "" && knownThinkingLevel(cfg.ThinkingLevel) != "" && cfg.ThinkingLevel != suffix {
+		line, col := res.Position("thinkingLevel")
+		c.diag(Diagnostic{Severity: Info, Code: "thinking-level", File: e.ConfigPath, Line: line, Column: col, Subject: e.Name,
+			Message: fmt.Sprintf("thinkingLevel '%s' wins over the model's ':%s', as pi --thinking wins over a --model suffix", cfg.ThinkingLevel, suffix),
+			Hint:    "drop one of the two so the profile says one level"})
+	}
 	if t := cfg.ThinkingLevel; t != "" && !bad["thinkingLevel"] && !slices.Contains(roleEnums["thinking"], t) {
 		// The launch snapshot leaves it out (resolve): Pi's two ways of
 		// taking an unknown level differ (--thinking ignores it, a Main's
@@ -676,6 +682,23 @@ func placeholder(desc string) bool {
 	return false
 }
 
+// splitThinkingSuffix splits Pi's "provider/id:level" (pi --model accepts a
+// thinking level after the id) into the model and the level, so a Main's
+// profile (which looks the model up by provider and id) and a Sub's
+// (--model, --thinking) start alike: thinkingLevel, when set, wins over the
+// suffix, as --thinking wins over it in Pi. A suffix that is not one of
+// Pi's levels is part of the id.
+func splitThinkingSuffix(model string) (string, string) {
+	i := strings.LastIndexByte(model, ':')
+	if i < 0 || !strings.Contains(model[:i], "/") {
+		return model, ""
+	}
+	if level := model[i+1:]; slices.Contains(roleEnums["thinking"], level) {
+		return model[:i], level
+	}
+	return model, ""
+}
+
 // knownThinkingLevel is level when Pi knows it, else "": an unknown level
 // is not passed to Pi at all (see the thinking-level warning).
 func knownThinkingLevel(level string) string {
@@ -688,9 +711,14 @@ func knownThinkingLevel(level string) string {
 // resolve builds the launch snapshot of an effective profile.
 func (c *compilation) resolve(cand *candidate, trusted bool, overrides []string) (manifest.Profile, bool) {
 	e, cfg := cand.entry, cand.config
+	model, suffix := splitThinkingSuffix(cfg.Model)
+	thinking := knownThinkingLevel(cfg.ThinkingLevel)
+	if thinking == "" {
+		thinking = suffix
+	}
 	launch := manifest.Launch{
-		Model:              cfg.Model,
-		ThinkingLevel:      knownThinkingLevel(cfg.ThinkingLevel),
+		Model:              model,
+		ThinkingLevel:      thinking,
 		Tools:              dedupe(cfg.Tools),
 		SkillRefs:          dedupe(cfg.Skills),
 		Extensions:         []string{},
