@@ -105,14 +105,14 @@ func newRootCmd(a *app) *cobra.Command {
 		SilenceUsage:  true,
 		// Flag groups (--trust/--no-trust) are checked here, before
 		// RunE, so that breaking one is a usage error like a bad flag.
-		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			if err := cmd.ValidateFlagGroups(); err != nil {
 				return usageError{err}
 			}
 			if err := cmd.ValidateRequiredFlags(); err != nil {
 				return usageError{err}
 			}
-			return nil
+			return checkNameLengths(cmd, args)
 		},
 	}
 	root.SetIn(a.stdin)
@@ -146,6 +146,37 @@ func newRootCmd(a *app) *cobra.Command {
 	root.SetHelpCommand(newHelpCmd(root))
 	strictArgs(root)
 	return root
+}
+
+// maxNameEcho is how much of a too long name a message repeats; it is
+// also the longest profile name (profiles.ValidName).
+const maxNameEcho = 64
+
+// maxRoleName is the longest role name: a file name's stem (NAME_MAX).
+const maxRoleName = 255
+
+// checkNameLengths refuses a profile or role name (the arguments of check,
+// compile, explain and new, and --profile) longer than a name can be: no
+// profile has it, and a message repeating it whole would bury the rest.
+func checkNameLengths(cmd *cobra.Command, args []string) error {
+	var names []string
+	switch cmd.Name() {
+	case "check", "compile", "explain", "profile", "role":
+		names = append(names, args...)
+	}
+	if f := cmd.Flags().Lookup("profile"); f != nil && f.Value.Type() == "string" {
+		names = append(names, f.Value.String())
+	}
+	limit, what := maxNameEcho, "a profile name"
+	if f := cmd.Flags().Lookup("role"); cmd.Name() == "explain" && f != nil && f.Value.String() == "true" {
+		limit, what = maxRoleName, "a role name"
+	}
+	for _, n := range names {
+		if r := []rune(n); len(r) > limit {
+			return usageError{fmt.Errorf("name %q… (%d characters) is longer than %s can be (%d)", string(r[:maxNameEcho]), len(r), what, limit)}
+		}
+	}
+	return nil
 }
 
 // home is the user's home directory, as os.UserHomeDir finds it on Unix.
