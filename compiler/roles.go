@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -247,7 +248,9 @@ func (p *roleParser) parseFile(f *profiles.RoleFile) (roleDef, []Diagnostic) {
 	diags = append(diags, fieldDiags...)
 	valid := encodingOK && !HasErrors(fieldDiags)
 	if fields != nil {
-		ds := lineReadingDiags(f.Path, def.name, yaml, start, fields, lenient)
+		skip := maps.Clone(lenient)
+		maps.Copy(skip, badFields) // a key with an error is reported as that
+		ds := lineReadingDiags(f.Path, def.name, yaml, start, fields, skip)
 		valid = valid && !HasErrors(ds)
 		diags = append(diags, ds...)
 		diags = append(diags, claudeToolDiags(f.Path, def.name, yaml, start)...)
@@ -329,6 +332,13 @@ func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[str
 		diags = append(diags, d)
 	}
 	if HasErrors(diags) {
+		// What YAML read is still compared with pi-herdr-agents' reading
+		// (lineReadingDiags, for the keys without errors), so a file's
+		// divergences are reported with its other errors, not after them.
+		var m map[string]any
+		if res.Decode(&m) == nil {
+			return m, diags, bad, lenient
+		}
 		return nil, diags, bad, lenient
 	}
 	if !res.OK() && len(res.Findings) == 0 {

@@ -306,8 +306,12 @@ func roleFileCases() []roleFileCase {
 		{"crlf without frontmatter still masks", global, "r", "\uFEFFtext\r\n", "r", false,
 			[]string{"error:unsupported-line-endings", "warning:missing-frontmatter"}},
 		{"valid role with tools and spawning", pack, "r", "---\ndescription: Reviews code\ntools: read, bash\nspawning: false\n---\nReview.\n", "r", true, nil},
+		// Every problem of the file in one run: auto-exit's reading is
+		// reported beside the tools error, not once it is fixed.
 		{"yaml list beside a dropped enum", global, "r", "---\ntools: [a, b]\nthinking: huge\nauto-exit: True\n---\n", "r", false,
-			[]string{"error:invalid-value", "warning:ignored-role-value"}},
+			[]string{"error:invalid-value", "warning:ignored-role-value", "warning:ignored-role-value"}},
+		{"a divergence beside an error", global, "r", "---\ndescription: \"quoted\"\ntools: 7\n---\n", "r", false,
+			[]string{"warning:frontmatter-divergence", "error:invalid-value"}},
 		{"empty frontmatter", global, "r", "---\n\n---\n", "r", true, nil},
 		{"empty frontmatter in a pack", pack, "r", "---\n\n---\n", "r", false, []string{"error:missing-role-description"}},
 		{"empty item in skill", global, "r", "---\nskill: a,,b\nskills: c\n---\n", "r", false, []string{"error:invalid-value"}},
