@@ -26,7 +26,9 @@ func WriteDiagnostics(w io.Writer, format, base string, ds []Diagnostic) error {
 	rel := make([]Diagnostic, len(ds))
 	r := relativizer{base: base}
 	for i, d := range ds {
+		file := d.File
 		d.File = r.rel(d.File)
+		d.Message = NameFileOnce(d.Message, file, d.File)
 		rel[i] = d
 	}
 	switch format {
@@ -103,6 +105,19 @@ func GitHubBase(workspace, cwd string) string {
 		return root
 	}
 	return cwd
+}
+
+// NameFileOnce drops from msg the " in FILE" that repeats the file the
+// diagnostic's own prefix names (pi-herdr-agents' message templates end so),
+// and writes any other mention of file as shown, relative.
+func NameFileOnce(msg, file, shown string) string {
+	if file == "" || !strings.Contains(msg, file) {
+		return msg
+	}
+	msg = strings.ReplaceAll(msg, " in "+file+":", ":")
+	msg = strings.ReplaceAll(msg, " in "+file+".", ".")
+	msg = strings.TrimSuffix(msg, " in "+file)
+	return strings.ReplaceAll(msg, file, shown)
 }
 
 // relativizer makes paths under base relative to it.

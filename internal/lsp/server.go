@@ -701,7 +701,7 @@ func convert(d compiler.Diagnostic, lines *lineIndex) diagnostic {
 		Severity: map[compiler.Severity]int{compiler.Error: severityError, compiler.Warning: severityWarning, compiler.Info: severityInformation}[d.Severity],
 		Code:     d.Code,
 		Source:   "facets",
-		Message:  d.Message,
+		Message:  compiler.NameFileOnce(d.Message, d.File, filepath.Base(d.File)),
 	}
 	if out.Severity == 0 {
 		out.Severity = severityError
