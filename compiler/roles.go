@@ -12,6 +12,7 @@ import (
 
 	"github.com/facets-dev/facets/compiler/manifest"
 	"github.com/facets-dev/facets/cue"
+	"github.com/facets-dev/facets/internal/diag"
 	"github.com/facets-dev/facets/profiles"
 )
 
@@ -550,13 +551,13 @@ func lineReadingDiags(path, name string, yaml []byte, start int, fields map[stri
 		}
 		switch {
 		case !lineOK:
-			bad(line, fmt.Sprintf("YAML reads %q but pi-herdr-agents does not see the key", want),
+			bad(line, fmt.Sprintf("YAML reads %s but pi-herdr-agents does not see the key", diag.Quote(want)),
 				fmt.Sprintf("write %s: value on one line at column 1", key))
 		case !yamlOK:
-			bad(line, fmt.Sprintf("pi-herdr-agents reads %q but YAML does not see the key", lineVal),
+			bad(line, fmt.Sprintf("pi-herdr-agents reads %s but YAML does not see the key", diag.Quote(lineVal)),
 				"close quotes and flow collections on the line where they start")
 		default:
-			why := fmt.Sprintf("Role %q: pi-herdr-agents reads %s as %q but YAML reads %q", name, key, lineVal, want)
+			why := fmt.Sprintf("Role %q: pi-herdr-agents reads %s as %s but YAML reads %s", name, key, diag.Quote(lineVal), diag.Quote(want))
 			hint := "write the value plain on one line: no quotes, block scalars or # comments"
 			if v, drop, ok := lenientValue(yaml, key); ok {
 				if drop {
@@ -571,7 +572,7 @@ func lineReadingDiags(path, name string, yaml []byte, start int, fields map[stri
 				diags = append(diags, d)
 				continue
 			}
-			bad(line, fmt.Sprintf("pi-herdr-agents reads %q but YAML reads %q", lineVal, want), hint)
+			bad(line, fmt.Sprintf("pi-herdr-agents reads %s but YAML reads %s", diag.Quote(lineVal), diag.Quote(want)), hint)
 		}
 	}
 	return diags

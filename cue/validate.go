@@ -693,12 +693,14 @@ func describeValue(lit *ast.StructLit, path []string) string {
 	}
 	switch x := cur.(type) {
 	case *ast.BasicLit:
-		v := x.Value
-		if len(v) > 40 {
-			if u, err := strconv.Unquote(v); err == nil {
-				return fmt.Sprintf("%d characters: %s...", utf8.RuneCountInString(u), v[:37])
+		if x.Kind == token.STRING {
+			if u, err := literal.Unquote(x.Value); err == nil {
+				return diag.Quote(u)
 			}
-			v = v[:37] + "..."
+		}
+		v := x.Value
+		if r := []rune(v); len(r) > diag.MaxQuoted {
+			v = string(r[:diag.MaxQuoted-1]) + "…"
 		}
 		return v
 	case *ast.ListLit:
