@@ -8,7 +8,7 @@ import "unicode/utf8"
 // fastPatterns are the schema's regular expressions, compiled lazily per Schema.
 var fastPatterns = [...]string{
 	"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
-	"\\S",
+	"[^\\t\\n\\v\\f\\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]",
 	"^[^\\s,/]+/[^\\s,]+(\\s*,\\s*[^\\s,/]+/[^\\s,]+)*$",
 	"^[^\\[\\]{}|>#\"']+$",
 	"(^|,)\\s*(,|$)",

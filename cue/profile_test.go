@@ -138,6 +138,14 @@ func TestJSONSchemaAgreesWithCUE(t *testing.T) {
 		`{"version":1,"tools":["read"]}`,
 		`{"version":1,"name":"r","tools":["read"],"invocation":"auto"}`,
 		`{"version":1,"name":"r","tools":["read"],"description":"   "}`,
+		// One rule for blank, ECMAScript's \s (which JSON Schema
+		// validators use): none of these is a description or a tool.
+		`{"version":1,"name":"r","tools":["read"],"description":"\u00a0"}`,
+		`{"version":1,"name":"r","tools":["read"],"description":"\u3000\u3000"}`,
+		`{"version":1,"name":"r","tools":["read"],"description":"\u000b"}`,
+		`{"version":1,"name":"r","tools":["read"],"description":"\ufeff"}`,
+		`{"version":1,"name":"r","tools":["\u00a0"]}`,
+		`{"version":1,"name":"r","tools":["read"],"description":"\u00a0x"}`,
 	}
 	examples, _ := filepath.Glob("../testdata/example/agent/facets/profiles/*/config.json")
 	for _, p := range examples {
@@ -147,8 +155,12 @@ func TestJSONSchemaAgreesWithCUE(t *testing.T) {
 		}
 		docs = append(docs, string(b))
 	}
+	blank := map[string]bool{docs[9]: true, docs[10]: true, docs[11]: true, docs[12]: true, docs[13]: true}
 	for _, doc := range docs {
 		want := s.ValidateJSON(Profile, "doc.json", []byte(doc)).OK()
+		if blank[doc] && want {
+			t.Errorf("check accepts %s; white space alone is blank", doc)
+		}
 		v := ctx.CompileString(doc)
 		got := editor.Unify(v).Validate(cuelang.Concrete(true)) == nil
 		if got != want {

@@ -4,6 +4,7 @@
 package cue
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -176,5 +177,8 @@ func (s *Schema) JSONSchema(d Definition) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode JSON Schema for %s: %w", d, err)
 	}
-	return b, nil
+	// The white-space class of #NonBlank holds U+FEFF, which JSON readers
+	// (CUE's among them) refuse raw as a byte-order mark: it is written as
+	// the JSON escape, the same string.
+	return bytes.ReplaceAll(b, []byte("\uFEFF"), []byte(`\ufeff`)), nil
 }
