@@ -63,7 +63,7 @@ func SplitRolePacks(list string) []string {
 
 // profileConfig mirrors #Profile for decoding a validated config.json.
 type profileConfig struct {
-	Version            int      `json:"version"`
+	Version            float64  `json:"version"` // 1 or 1.0: JSON Schema's const 1 takes both
 	Name               string   `json:"name"`
 	Description        string   `json:"description"`
 	Model              string   `json:"model"`
@@ -91,7 +91,7 @@ func decodeAccepted(res *cue.Result, cfg *profileConfig) bool {
 	visited := res.EachMember(func(f cue.Member) {
 		switch f.Key {
 		case "version":
-			v, err := strconv.Atoi(f.Str)
+			v, err := strconv.ParseFloat(f.Str, 64)
 			out.Version = v
 			ok = ok && err == nil && f.Number
 		case "name":

@@ -27,7 +27,8 @@ func TestDecodeAcceptedMatchesJSON(t *testing.T) {
 		{"unicode", `{"version": 1, "name": "p", "description": "grüße ✓", "tools": ["read"]}`, true},
 		{"empty skills", `{"version": 1, "name": "p", "tools": ["read"], "skills": []}`, true},
 		{"members reordered", `{"tools": ["read"], "name": "p", "version": 1}`, true},
-		{"version as 1.0", `{"version": 1.0, "name": "p", "tools": ["read"]}`, false},
+		{"version as 1.0", `{"version": 1.0, "name": "p", "tools": ["read"]}`, true},
+		{"version as 1e0", `{"version": 1e0, "name": "p", "tools": ["read"]}`, false},
 		{"unicode escape", `{"version": 1, "name": "p", "description": "\u00fc", "tools": ["read"]}`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -25,7 +25,7 @@ func fastProfileField(rx *fastRegexps, name string, v *fastValue) (known, ok boo
 	case "$schema":
 		return true, v.kind == fastString
 	case "version":
-		return true, v.kind == fastNumber && v.str == "1"
+		return true, (v.kind == fastNumber && v.str == "1" || v.kind == fastNumber && v.str == "1.0")
 	case "name":
 		return true, v.kind == fastString && rx.get(0).MatchString(v.str)
 	case "description":

@@ -1,6 +1,7 @@
 package cue
 
 import (
+	"slices"
 	"fmt"
 	"strings"
 
@@ -69,9 +70,18 @@ func enumValues(v cuelang.Value) []string {
 		return nil
 	}
 	var out []string
+	var numbers []float64
 	for _, a := range args {
 		if !a.IsConcrete() {
 			return nil // a disjunction of constraints is no enum
+		}
+		if f, err := a.Float64(); err == nil {
+			// Another spelling of a number already listed (version: 1 |
+			// 1.0) is one value to offer.
+			if slices.Contains(numbers, f) {
+				continue
+			}
+			numbers = append(numbers, f)
 		}
 		out = append(out, literalText(a))
 	}

@@ -146,6 +146,12 @@ func TestJSONSchemaAgreesWithCUE(t *testing.T) {
 		`{"version":1,"name":"r","tools":["read"],"description":"\ufeff"}`,
 		`{"version":1,"name":"r","tools":["\u00a0"]}`,
 		`{"version":1,"name":"r","tools":["read"],"description":"\u00a0x"}`,
+		// One rule for numbers: version is the number 1, however spelt, as
+		// JSON Schema's const 1 is.
+		`{"version":1.0,"name":"r","tools":["read"]}`,
+		`{"version":1.00,"name":"r","tools":["read"]}`,
+		`{"version":1e0,"name":"r","tools":["read"]}`,
+		`{"version":1.5,"name":"r","tools":["read"]}`,
 	}
 	examples, _ := filepath.Glob("../testdata/example/agent/facets/profiles/*/config.json")
 	for _, p := range examples {
@@ -160,6 +166,9 @@ func TestJSONSchemaAgreesWithCUE(t *testing.T) {
 		want := s.ValidateJSON(Profile, "doc.json", []byte(doc)).OK()
 		if blank[doc] && want {
 			t.Errorf("check accepts %s; white space alone is blank", doc)
+		}
+		if one := strings.Contains(doc, `"version":1.0`) || strings.Contains(doc, `"version":1e0`); one && !want {
+			t.Errorf("check refuses %s; its version is the number 1", doc)
 		}
 		v := ctx.CompileString(doc)
 		got := editor.Unify(v).Validate(cuelang.Concrete(true)) == nil

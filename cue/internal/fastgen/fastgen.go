@@ -216,6 +216,12 @@ func (g *gen) expr(e ast.Expr, v string, seen []string) ([]string, error) {
 			// Only the same spelling is accepted fast; other spellings of
 			// the number (1.0, 1e0) are left to CUE.
 			return []string{v + ".kind == fastNumber", v + ".str == " + strconv.Quote(x.Value)}, nil
+		case token.FLOAT:
+			if _, err := strconv.ParseFloat(x.Value, 64); err != nil {
+				return nil, fmt.Errorf("unsupported float literal %s", x.Value)
+			}
+			// As for an integer: this spelling only; others are CUE's.
+			return []string{v + ".kind == fastNumber", v + ".str == " + strconv.Quote(x.Value)}, nil
 		case token.TRUE, token.FALSE:
 			return []string{v + ".kind == fastBool", v + ".b == " + x.Value}, nil
 		}
