@@ -1,8 +1,8 @@
 package cue
 
 import (
-	"slices"
 	"fmt"
+	"slices"
 	"strings"
 
 	cuelang "cuelang.org/go/cue"
