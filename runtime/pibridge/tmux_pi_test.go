@@ -89,38 +89,7 @@ func TestDelegateTalkCloseInTmuxWithRealPi(t *testing.T) {
 	const task = "COUNT_TASK: count the files"
 	const more = "MORE_TASK: and the directories?"
 	var runIDs sync.Map
-	mock := startMock(t, func(n int, req chatRequest) reply {
-		last := req.last()
-		text := last.text()
-		if strings.Contains(req.system(), "<facets_sub_protocol>") {
-			switch {
-			case last.Role == "user" && strings.Contains(text, "MORE_TASK"):
-				return reply{Tool: "talk", Args: map[string]any{"message": "directories: 2"}}
-			case last.Role == "user" && strings.Contains(text, "COUNT_TASK"):
-				return reply{Tool: "talk", Args: map[string]any{"message": "count is 3"}}
-			}
-			return reply{Text: "sub: nothing to do"}
-		}
-		switch {
-		case last.Role == "user" && strings.HasPrefix(text, channel.DeliveryPrefix):
-			r, _, err := channel.ParseDeliveryHeader(text)
-			if err != nil {
-				return reply{Text: "bad header: " + err.Error()}
-			}
-			runIDs.Store("run", r.RunID)
-			if strings.Contains(text, "count is 3") {
-				return reply{Tool: "talk", Args: map[string]any{"runId": r.RunID[:8], "message": more}}
-			}
-			return reply{Tool: "close_sub", Args: map[string]any{"runId": r.RunID}}
-		case last.Role == "user":
-			return reply{Tool: "delegate", Args: map[string]any{"title": "Count #{pane_id};", "task": task, "profile": "worker"}}
-		case last.Role == "tool" && strings.Contains(text, "Message queued for Sub"):
-			return reply{Text: "waiting for the Sub"}
-		case last.Role == "tool" && strings.Contains(text, "Closed Sub"):
-			return reply{Text: "all done"}
-		}
-		return reply{Text: "main: unexpected " + last.Role + ": " + text}
-	})
+	mock := startMock(t, delegateTalkCloseScript(&runIDs, "Count #{pane_id};", task, more))
 	e := newPiEnv(t, mock)
 	e.profile("orchestrator", map[string]any{"description": "Delegates work", "model": "mock/mock-model",
 		"tools": []string{"read", "delegate", "talk", "close_sub", "list_sub"}, "invocation": "manual"})
