@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/cuecontext"
@@ -140,7 +141,7 @@ func ConvertClaudeAgent(stem string, data []byte, modelMap map[string]string) Im
 				if p != t {
 					r.Mapped = append(r.Mapped, "tools: "+t+" → "+p)
 				}
-			case strings.HasPrefix(t, "mcp__"):
+			case strings.HasPrefix(t, "mcp__") && plainToolName(t):
 				pi = append(pi, t)
 				r.Carried = append(r.Carried, "tools: "+t+" (needs the Pi extension of that MCP server)")
 			default:
@@ -150,38 +151,78 @@ func ConvertClaudeAgent(stem string, data []byte, modelMap map[string]string) Im
 		if len(dropped) > 0 {
 			r.Dropped = append(r.Dropped, "tools: "+strings.Join(dropped, ", ")+" (no Pi equivalent)")
 		}
-		if len(pi) > 0 {
-			lines = append(lines, "tools: "+strings.Join(pi, ", "))
-		} else {
-			r.Dropped = append(r.Dropped, "tools: none left; the role gets Pi's default tools")
+		if len(pi) == 0 {
+			// A role without tools gets Pi's defaults (bash, edit, write
+			// among them): more than the agent had.
+			r.Skipped = "none of its tools has a Pi equivalent, and a role without tools would get Pi's default tools; write this role by hand"
+			return r
 		}
+		lines = append(lines, "tools: "+strings.Join(pi, ", "))
+	}
+
+	// What the agent may not use stays denied.
+	deny := map[string]bool{}
+	if list, present := claudeToolList(fields["disallowedTools"]); present {
+		for _, t := range list {
+			if p, ok := ClaudeTools[t]; ok {
+				deny[p] = true
+				r.Mapped = append(r.Mapped, "disallowedTools: "+t+" → deny-tools: "+p)
+			} else {
+				r.Dropped = append(r.Dropped, "disallowedTools: "+t+" (no Pi equivalent)")
+			}
+		}
+	}
+	if pm, _ := fields["permissionMode"].(string); pm == "plan" {
+		for _, p := range []string{"bash", "edit", "write"} {
+			deny[p] = true
+		}
+		r.Mapped = append(r.Mapped, "permissionMode: plan → deny-tools: bash, edit, write (read-only)")
+	}
+	if len(deny) > 0 {
+		names := make([]string, 0, len(deny))
+		for p := range deny {
+			names = append(names, p)
+		}
+		sort.Strings(names)
+		lines = append(lines, "deny-tools: "+strings.Join(names, ", "))
 	}
 
 	if m, ok := fields["model"].(string); ok && m != "" {
+		shown, alias := m, m
+		if !plainToolName(m) {
+			shown, alias = strconv.QuoteToGraphic(m), "ALIAS"
+		}
 		switch mapped, inMap := modelMap[m]; {
 		case m == "inherit":
 			r.Dropped = append(r.Dropped, "model: inherit (a role without model runs on the Main's default)")
-		case inMap:
+		case inMap && PlainModel(mapped):
 			lines = append(lines, "model: "+mapped)
 			r.Mapped = append(r.Mapped, "model: "+m+" → "+mapped)
-		case strings.Contains(m, "/") && !strings.ContainsAny(m, " \t#\"'"):
+		case inMap:
+			r.Dropped = append(r.Dropped, fmt.Sprintf("model: %s (its --model-map value %s is not provider/id)", shown, strconv.QuoteToGraphic(mapped)))
+		case PlainModel(m):
 			lines = append(lines, "model: "+m)
 			r.Carried = append(r.Carried, "model")
 		default:
-			r.Dropped = append(r.Dropped, fmt.Sprintf("model: %s (Pi names models provider/id; pass --model-map %s=PROVIDER/ID)", m, m))
+			r.Dropped = append(r.Dropped, fmt.Sprintf("model: %s (Pi names models provider/id; pass --model-map %s=PROVIDER/ID)", shown, alias))
 		}
 	}
 
 	var other []string
 	for k := range fields {
 		switch k {
-		case "name", "description", "tools", "model":
+		case "name", "description", "tools", "model", "disallowedTools":
 		default:
 			other = append(other, k)
 		}
 	}
 	sort.Strings(other)
 	for _, k := range other {
+		if k == "permissionMode" {
+			if pm, _ := fields[k].(string); pm == "plan" {
+				continue
+			}
+		}
 		r.Dropped = append(r.Dropped, k+" (no Pi role field)")
 	}
 	lines = append(lines, "---")
@@ -191,6 +232,36 @@ func ConvertClaudeAgent(stem string, data []byte, modelMap map[string]string) Im
 	}
 	r.Carried = append(r.Carried, "body")
 	return r
+}
+
+// PlainModel reports whether model is a provider/id Pi takes, written so
+// that a frontmatter line holds it as it is: no white space or control
+// character, no YAML indicator first, no comment, no trailing ':'.
+func PlainModel(model string) bool {
+	provider, id, ok := strings.Cut(model, "/")
+	if !ok || provider == "" || id == "" || strings.HasSuffix(model, ":") || strings.Contains(model, ",") {
+		return false
+	}
+	if strings.ContainsAny(model[:1], "\"'[]{}|>&*!%@`#-?:") {
+		return false
+	}
+	for _, r := range model {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || r == '#' || r == '"' || r == '\'' {
+			return false
+		}
+	}
+	return true
+}
+
+// plainToolName reports whether t is a tool name a frontmatter list can
+// hold as it is (an MCP tool: mcp__server__tool).
+func plainToolName(t string) bool {
+	for _, r := range t {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return false
+		}
+	}
+	return t != ""
 }
 
 // claudeFields reads a Claude Code frontmatter as YAML; when that fails (a

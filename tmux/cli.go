@@ -179,8 +179,12 @@ func (c *CLI) StartAgent(ctx context.Context, h surface.Handle, spec surface.Age
 	if tab.Cwd != "" {
 		args = append(args, "-c", Format(tab.Cwd))
 	}
-	if path := c.Getenv("PATH"); path != "" {
-		args = append(args, "-e", Literal("PATH="+path))
+	// The Main's PATH and Pi agent dir (neither a secret): a window gets the
+	// tmux server's environment otherwise, which may be another's.
+	for _, k := range []string{"PATH", envvar.AgentDir} {
+		if v := c.Getenv(k); v != "" {
+			args = append(args, "-e", Literal(k+"="+v))
+		}
 	}
 	for _, v := range tab.Env {
 		args = append(args, "-e", Literal(v.Name+"="+v.Value))
@@ -226,15 +230,16 @@ func (c *CLI) Owned(ctx context.Context, h surface.Handle, runID string) (surfac
 	if h.Socket == "" || h.TabID == "" {
 		return surface.TabUncertain, errors.New("tmux: the run records no window")
 	}
-	out, err := c.run(ctx, h.Socket, "display-message", "-p", "-t", h.TabID, "#{window_id} #{"+RunOption+"}")
+	out, err := c.run(ctx, h.Socket, "display-message", "-p", "-t", h.TabID, "#{window_id} #{pane_dead} #{"+RunOption+"}")
 	switch {
 	case isGone(err):
 		return surface.TabGone, nil
 	case err != nil:
 		return surface.TabUncertain, err
 	}
-	window, run, _ := strings.Cut(strings.TrimSpace(out), " ")
-	if window != h.TabID || run != runID {
+	f := strings.SplitN(strings.TrimSpace(out), " ", 3)
+	// A dead pane (remain-on-exit keeps it) is a Sub that is gone.
+	if len(f) != 3 || f[0] != h.TabID || f[1] != "0" || f[2] != runID {
 		return surface.TabGone, nil
 	}
 	return surface.TabPresent, nil
@@ -279,7 +284,7 @@ func isGone(err error) bool {
 	if !errors.As(err, &ce) {
 		return false
 	}
-	for _, s := range []string{"can't find window", "can't find pane", "no server running", "error connecting to", "server exited", "No such file or directory"} {
+	for _, s := range []string{"can't find window", "can't find pane", "no server running", "server exited", "(No such file or directory)", "(Connection refused)"} {
 		if strings.Contains(ce.stderr, s) {
 			return true
 		}
@@ -301,6 +306,9 @@ func (c *CLI) run(ctx context.Context, socket string, args ...string) (string, e
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("tmux %s timed out after %v: %w", args[0], timeout, ctx.Err())
+		}
 		return stdout.String(), &commandError{args: args, stderr: stderr.String(), err: err}
 	}
 	return stdout.String(), nil

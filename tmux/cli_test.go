@@ -217,6 +217,21 @@ func TestOwnershipAndClose(t *testing.T) {
 	if err := c.CloseTab(ctx, h); err != nil {
 		t.Errorf("closing a window already gone: %v", err)
 	}
+	// A Sub that died in a window remain-on-exit keeps: gone.
+	hd, err := open(ctx, c, "dead", "", "run-d", nil, []string{"dead", "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRecord(t, out, "dead")
+	s.tmux("set-option", "-w", "-t", hd.TabID, "remain-on-exit", "on")
+	s.tmux("respawn-pane", "-k", "-t", hd.PaneID, "--", "true", "x")
+	for deadline := time.Now().Add(5 * time.Second); strings.TrimSpace(s.tmux("display-message", "-p", "-t", hd.TabID, "#{pane_dead}")) != "1"; {
+		if time.Now().After(deadline) {
+			t.Fatal("the pane never died")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	owned(hd, "run-d", surface.TabGone)
 	// Closed through the adapter.
 	h2, err := open(ctx, c, "two", "", "run-2", nil, []string{"two", "x"})
 	if err != nil {

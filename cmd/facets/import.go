@@ -77,7 +77,7 @@ func parseModelMap(pairs []string) (map[string]string, error) {
 	m := map[string]string{}
 	for _, p := range pairs {
 		alias, model, ok := strings.Cut(p, "=")
-		if !ok || alias == "" || !strings.Contains(model, "/") {
+		if !ok || alias == "" || !profiles.PlainModel(model) {
 			return nil, fmt.Errorf("--model-map %q: want ALIAS=PROVIDER/ID", p)
 		}
 		m[alias] = model
