@@ -161,6 +161,17 @@ func TestLayoutListsEveryPackage(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("CONTRIBUTING.md's Layout has no line for %s", strings.Join(missing, ", "))
 	}
+	// The design card's folders: a new package goes under one of them.
+	card := []string{"cmd", "cue", "profiles", "compiler", "runtime", "herdr", "internal", "testdata", "docs"}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") && !slices.Contains(card, e.Name()) {
+			t.Errorf("top-level folder %s/ is not one of the design card's (%s): put it under one of them", e.Name(), strings.Join(card, ", "))
+		}
+	}
 }
 
 // TestDocsCatchesBreakage feeds the checker broken pages: each must be

@@ -21,7 +21,7 @@ import (
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/subs"
 	"github.com/facets-dev/facets/runtime/surface"
-	"github.com/facets-dev/facets/tmux"
+	"github.com/facets-dev/facets/runtime/tmux"
 )
 
 // Env is the part of the process a runtime command reads: its environment

@@ -11,7 +11,7 @@ import (
 	"github.com/facets-dev/facets/internal/envvar"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/surface"
-	"github.com/facets-dev/facets/tmux"
+	"github.com/facets-dev/facets/runtime/tmux"
 )
 
 // tmuxRuntime is a Runtime whose Subs open in a private tmux server (never
