@@ -376,35 +376,50 @@ func (p *roleParser) fields(path string, yaml []byte, start int) (fields map[str
 // pi-herdr-agents read differently) is left as it is, for the divergence
 // checks. yaml itself is returned when nothing changes.
 func quoteColonValues(yaml []byte) []byte {
-	if !bytes.Contains(yaml, []byte(": ")) {
+	var out []byte // nil until a line changes: a role file rarely has one
+	copied := 0    // yaml[:copied] is in out
+	for off := 0; off < len(yaml); {
+		end := bytes.IndexByte(yaml[off:], '\n')
+		if end < 0 {
+			end = len(yaml)
+		} else {
+			end += off
+		}
+		if q, ok := quotedColonLine(yaml[off:end]); ok {
+			out = append(append(out, yaml[copied:off]...), q...)
+			copied = end
+		}
+		off = end + 1
+	}
+	if out == nil {
 		return yaml
 	}
-	lines := strings.SplitAfter(string(yaml), "\n")
-	changed := false
-	for i, l := range lines {
-		text := strings.TrimSuffix(l, "\n")
-		key, v, ok := strings.Cut(text, ": ")
-		if !ok || key == "" || !plainKey(key) {
-			continue
-		}
-		v = strings.TrimSpace(v)
-		if v == "" || strings.ContainsAny(v[:1], "\"'[{|>&*!%@`#") || strings.Contains(v, " #") ||
-			!(strings.Contains(v, ": ") || strings.HasSuffix(v, ":")) {
-			continue
-		}
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		if enc.Encode(v) != nil {
-			continue
-		}
-		lines[i] = key + ": " + strings.TrimSuffix(b.String(), "\n") + l[len(text):]
-		changed = true
+	return append(out, yaml[copied:]...)
+}
+
+// quotedColonLine is line (key: value) with its value double-quoted, when
+// quoteColonValues quotes it.
+func quotedColonLine(line []byte) ([]byte, bool) {
+	key, v, ok := bytes.Cut(line, []byte(": "))
+	if !ok {
+		return nil, false
 	}
-	if !changed {
-		return yaml
+	v = bytes.TrimSpace(v)
+	if !bytes.Contains(v, []byte(": ")) && !bytes.HasSuffix(v, []byte(":")) {
+		return nil, false // the usual line: one key, one plain value
 	}
-	return []byte(strings.Join(lines, ""))
+	if len(key) == 0 || !plainKey(string(key)) || bytes.ContainsAny(v[:1], "\"'[{|>&*!%@`#") || bytes.Contains(v, []byte(" #")) {
+		return nil, false
+	}
+	var b bytes.Buffer
+	b.Write(key)
+	b.WriteString(": ")
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(string(v)) != nil {
+		return nil, false
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), true
 }
 
 // colonValueSyntax points YAML's "mapping values are not allowed" at the
@@ -440,9 +455,13 @@ func claudeToolDiags(path, name string, yaml []byte, start int) []Diagnostic {
 		if !ok {
 			continue
 		}
-		raw := strings.Split(string(yaml), "\n")[line-1]
 		for _, t := range strings.Split(v, ",") {
 			t = strings.TrimSpace(t)
+			_, claude := profiles.ClaudeTools[t]
+			if !claude && !slices.Contains(claudeOnlyTools, t) {
+				continue // the usual role: nothing to say, no line to find
+			}
+			raw := strings.Split(string(yaml), "\n")[line-1]
 			col := strings.Index(raw, t) + 1
 			if pi, ok := profiles.ClaudeTools[t]; ok {
 				diags = append(diags, Diagnostic{Severity: Warning, Code: "claude-tool-name", File: path, Line: start + line - 1, Column: col, Subject: name,
