@@ -45,8 +45,9 @@ type CLI struct {
 	// Timeout bounds one tmux command (default 10 s).
 	Timeout time.Duration
 
-	mu    sync.Mutex
-	specs map[string]surface.TabSpec // window id → its spec, until StartAgent
+	mu        sync.Mutex
+	specs     map[string]surface.TabSpec // window id → its spec, until StartAgent
+	sessionID string                     // the Main's session id, once Check or CreateTab asked
 }
 
 // New is the adapter for the process whose environment getenv and environ
@@ -89,11 +90,18 @@ func (c *CLI) Check(ctx context.Context) error {
 	return err
 }
 
-// session is the id of the Main's tmux session ($N), where Sub windows open.
+// session is the id of the Main's tmux session ($N), where Sub windows open;
+// asked of tmux once per adapter (Check, then CreateTab, in one launch).
 func (c *CLI) session(ctx context.Context) (string, error) {
 	socket, err := c.server()
 	if err != nil {
 		return "", err
+	}
+	c.mu.Lock()
+	known := c.sessionID
+	c.mu.Unlock()
+	if known != "" {
+		return known, nil
 	}
 	args := []string{"display-message", "-p"}
 	if pane := c.Getenv(envvar.TmuxPane); pane != "" {
@@ -107,6 +115,9 @@ func (c *CLI) session(ctx context.Context) (string, error) {
 	if !strings.HasPrefix(id, "$") {
 		return "", fmt.Errorf("tmux server %s: no session for this pane (answered %q)", socket, id)
 	}
+	c.mu.Lock()
+	c.sessionID = id
+	c.mu.Unlock()
 	return id, nil
 }
 
@@ -151,10 +162,16 @@ func (c *CLI) CreateTab(ctx context.Context, spec surface.TabSpec) (surface.Hand
 // ReportMetadata stores the run id, Main session and profile on the window
 // as user options; RunOption is what Owned checks.
 func (c *CLI) ReportMetadata(ctx context.Context, h surface.Handle, m surface.Metadata) error {
+	// One tmux process for the three: ";" alone is tmux's command separator.
+	var args []string
 	for _, o := range [][2]string{{RunOption, m.RunID}, {MainOption, m.MainSession}, {ProfileOption, m.Profile}} {
-		if _, err := c.run(ctx, h.Socket, "set-option", "-w", "-t", h.TabID, o[0], Literal(o[1])); err != nil {
-			return fmt.Errorf("tmux set-option %s: %w", o[0], err)
+		if args != nil {
+			args = append(args, ";")
 		}
+		args = append(args, "set-option", "-w", "-t", h.TabID, o[0], Literal(o[1]))
+	}
+	if _, err := c.run(ctx, h.Socket, args...); err != nil {
+		return fmt.Errorf("tmux set-option: %w", err)
 	}
 	return nil
 }
