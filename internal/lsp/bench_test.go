@@ -25,7 +25,13 @@ func BenchmarkKeystroke(b *testing.B) {
 		b.Fatal(err)
 	}
 	env := profiles.Env{AgentDir: filepath.Join(root, "agent"), Home: filepath.Join(root, "home"), Cwd: root}
-	cfg := Config{Options: func(string) (compiler.Options, error) { return compiler.Options{Env: env}, nil }}
+	// As facets lsp configures it: with the repository check of an
+	// untrusted project (this tree is in no repository, so each pass only
+	// looks for one).
+	cfg := Config{Options: func(string) (compiler.Options, error) { return compiler.Options{Env: env}, nil },
+		Repository: func(root string) (compiler.Options, error) {
+			return compiler.Sources{Cwd: root, ProjectOnly: true}.Options(func(string) string { return "" }, env.Home)
+		}}
 	path := filepath.Join(root, "agent/facets/profiles/profile-0042/config.json")
 	valid := `{"version": 1, "name": "profile-0042", "tools": ["read"]}`
 	broken := `{"version": 1, "name": "profile-0042", "tools": ["read"], "invocation": "sometimes"}`

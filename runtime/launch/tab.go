@@ -57,15 +57,15 @@ func (e *CleanupError) Unwrap() []error { return []error{e.Launch, e.Cleanup} }
 // surface.Handle names tab, pane and agent.
 func OpenTab(ctx context.Context, s surface.Surface, req TabRequest) (surface.Handle, error) {
 	if err := ctx.Err(); err != nil {
-		return surface.Handle{}, fmt.Errorf("herdr launch: %w", err)
+		return surface.Handle{}, fmt.Errorf("%s launch: %w", s.Name(), err)
 	}
 	if err := checkTokenFile(req.TokenFile); err != nil {
-		return surface.Handle{}, fmt.Errorf("herdr launch: %w", err)
+		return surface.Handle{}, fmt.Errorf("%s launch: %w", s.Name(), err)
 	}
 	env := make([]surface.EnvVar, 0, len(req.Env)+1)
 	for _, v := range req.Env {
 		if v.Name == envvar.Token || v.Name == envvar.TokenFile {
-			return surface.Handle{}, fmt.Errorf("herdr launch: %w: %s must not be set in Env", surface.ErrSecretOnArgv, v.Name)
+			return surface.Handle{}, fmt.Errorf("%s launch: %w: %s must not be set in Env", s.Name(), surface.ErrSecretOnArgv, v.Name)
 		}
 		env = append(env, v)
 	}
@@ -76,7 +76,7 @@ func OpenTab(ctx context.Context, s surface.Surface, req TabRequest) (surface.Ha
 		if err == nil {
 			err = surface.ErrTabIDMissing
 		}
-		return surface.Handle{}, fmt.Errorf("herdr launch: %w", err)
+		return surface.Handle{}, fmt.Errorf("%s launch: %w", s.Name(), err)
 	}
 	steps := []func() error{
 		func() error { return err },
@@ -118,7 +118,7 @@ func rollback(ctx context.Context, s surface.Surface, h surface.Handle, cause er
 	if cerr := s.CloseTab(context.WithoutCancel(ctx), h); cerr != nil {
 		return h, &CleanupError{Handle: h, Launch: cause, Cleanup: cerr}
 	}
-	return surface.Handle{}, fmt.Errorf("herdr launch (tab %s closed): %w", h.TabID, cause)
+	return surface.Handle{}, fmt.Errorf("%s launch (tab %s closed): %w", s.Name(), h.TabID, cause)
 }
 
 // checkTokenFile insists on an owner-only regular file, so moving the token
