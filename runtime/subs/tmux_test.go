@@ -133,3 +133,21 @@ func TestRunOfAnotherAdapter(t *testing.T) {
 		t.Errorf("close of a screen run: %v", err)
 	}
 }
+
+// TestTmuxLaunchRollback: a Sub that cannot start in tmux (no Pi) has its
+// window closed again, its slot released, and the error names tmux.
+func TestTmuxLaunchRollback(t *testing.T) {
+	rt, socket := tmuxRuntime(t)
+	rt.Surface.(*tmux.CLI).Pi = filepath.Join(t.TempDir(), "no-pi")
+	_, err := rt.Delegate(context.Background(), DelegateRequest{Manifest: exampleManifest(t), MainSessionID: "m", Profile: "oracle", Title: "x", Task: "t"})
+	if err == nil || !strings.Contains(err.Error(), "tmux launch (tab @") || !strings.Contains(err.Error(), "cannot find Pi") {
+		t.Fatalf("delegate without Pi: %v", err)
+	}
+	out, _ := exec.Command("tmux", "-S", socket, "list-windows", "-a", "-F", "#{window_id}").CombinedOutput()
+	if n := strings.Count(string(out), "@"); n != 1 {
+		t.Errorf("%d windows after the rollback, want the Main's alone:\n%s", n, out)
+	}
+	if l, err := rt.List(context.Background(), "m", true); err != nil || len(l.Open) != 0 {
+		t.Errorf("open runs after the rollback: %+v %v", l.Open, err)
+	}
+}
