@@ -70,6 +70,7 @@ type profileConfig struct {
 	ThinkingLevel      string   `json:"thinkingLevel"`
 	SessionPersistence string   `json:"sessionPersistence"`
 	Invocation         string   `json:"invocation"`
+	Workspace          string   `json:"workspace"`
 	Tools              []string `json:"tools"`
 	Skills             []string `json:"skills"`
 	Instructions       string   `json:"instructions"`
@@ -106,6 +107,8 @@ func decodeAccepted(res *cue.Result, cfg *profileConfig) bool {
 			str(&out.SessionPersistence, f)
 		case "invocation":
 			str(&out.Invocation, f)
+		case "workspace":
+			str(&out.Workspace, f)
 		case "instructions":
 			str(&out.Instructions, f)
 		case "tools":
@@ -724,6 +727,9 @@ func (c *compilation) resolve(cand *candidate, trusted bool, overrides []string)
 		Extensions:         []string{},
 		SessionPersistence: or(cfg.SessionPersistence, "ephemeral"),
 		Invocation:         or(cfg.Invocation, "both"),
+	}
+	if cfg.Workspace == manifest.WorkspaceWorktree {
+		launch.Workspace = manifest.WorkspaceWorktree
 	}
 	switch {
 	case e.Instructions != nil:

@@ -151,7 +151,11 @@ func (f *fixture) save(t *testing.T) { golden.SaveArchive(t, f.path, f.archive) 
 func summarize(m *manifest.Manifest) string {
 	var b strings.Builder
 	for _, p := range m.Profiles {
-		fmt.Fprintf(&b, "%s %s %s %s invokable=%v persistence=%s\n", p.Name, p.Scope, p.Form, p.SourcePath, p.AgentInvokable, p.Launch.SessionPersistence)
+		fmt.Fprintf(&b, "%s %s %s %s invokable=%v persistence=%s", p.Name, p.Scope, p.Form, p.SourcePath, p.AgentInvokable, p.Launch.SessionPersistence)
+		if p.Launch.Workspace != "" {
+			fmt.Fprintf(&b, " workspace=%s", p.Launch.Workspace)
+		}
+		b.WriteString("\n")
 		for _, o := range p.Overrides {
 			fmt.Fprintf(&b, "  overrides %s\n", o)
 		}

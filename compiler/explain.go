@@ -64,6 +64,8 @@ type Explanation struct {
 	Skills       []SkillOrigin       `json:"skills,omitempty"`
 	Instructions *InstructionsOrigin `json:"instructions,omitempty"`
 	Visibility   string              `json:"visibility,omitempty"`
+	// Workspace says where a Sub of the profile works (shared or worktree).
+	Workspace string `json:"workspace,omitempty"`
 	// Role is the effective role definition.
 	Role        *manifest.Role `json:"role,omitempty"`
 	Diagnostics []Diagnostic   `json:"diagnostics"`
@@ -171,6 +173,10 @@ func ExplainProfile(schema *cue.Schema, opts Options, name string, subArgv SubAr
 			x.Visibility = "invocation both: Main sees it in the facets_profiles catalog and may delegate to it; the user can run /sub:" + name
 		} else {
 			x.Visibility = "invocation manual: kept out of Main's catalog; only the user can start it with /sub:" + name
+		}
+		x.Workspace = "workspace shared: a Sub works in the Main's checkout"
+		if p.Launch.Workspace == manifest.WorkspaceWorktree {
+			x.Workspace = "workspace worktree: each Sub works in its own git worktree of the Main's repository, at its HEAD, on a new branch facets/" + name + "/<run>; close keeps the branch when it has work"
 		}
 		if mo := manifest.MainOnlyTools(p.Launch.Tools); len(mo) > 0 {
 			// Only a manual profile gets here (an agent-invokable one with

@@ -59,7 +59,7 @@ func (x *Explanation) Write(w io.Writer, format string) error {
 		if in.Path != "" {
 			fmt.Fprintf(&b, " %s sha256 %s", e(in.Path), in.SHA256)
 		}
-		fmt.Fprintf(&b, "\n%s\n", x.Visibility)
+		fmt.Fprintf(&b, "\n%s\n%s\n", x.Visibility, e(x.Workspace))
 		if len(x.SubArgv) == 0 && x.SubArgvNote != "" {
 			fmt.Fprintf(&b, "\n%s\n", x.SubArgvNote)
 		} else {

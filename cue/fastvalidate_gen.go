@@ -38,6 +38,8 @@ func fastProfileField(rx *fastRegexps, name string, v *fastValue) (known, ok boo
 		return true, (v.kind == fastString && v.str == "ephemeral" || v.kind == fastString && v.str == "persistent")
 	case "invocation":
 		return true, (v.kind == fastString && v.str == "both" || v.kind == fastString && v.str == "manual")
+	case "workspace":
+		return true, (v.kind == fastString && v.str == "shared" || v.kind == fastString && v.str == "worktree")
 	case "tools":
 		return true, v.kind == fastList && fastElem1(rx, v) && len(v.items) >= 1 && len(v.items) <= 128
 	case "skills":

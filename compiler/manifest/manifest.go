@@ -117,7 +117,14 @@ type Launch struct {
 	InstructionsSHA256 string   `json:"instructionsSha256,omitempty"`
 	SessionPersistence string   `json:"sessionPersistence"`
 	Invocation         string   `json:"invocation"`
+	// Workspace is WorkspaceWorktree for a Sub that works in its own git
+	// worktree; empty means the Main's checkout ("shared").
+	Workspace string `json:"workspace,omitempty"`
 }
+
+// WorkspaceWorktree is Launch.Workspace of a profile whose Subs each get a
+// git worktree of the Main's repository on a branch of their own.
+const WorkspaceWorktree = "worktree"
 
 // Role is one effective role definition from the role catalog.
 type Role struct {
