@@ -90,6 +90,12 @@ type textResult interface{ Text() string }
 // op on this Main's Subs: it builds the runtime, refuses without a Main
 // session, then prints op's result or failure in the chosen format.
 func newMainOpCmd(a *app, cmd *cobra.Command, op func(cmd *cobra.Command, rt *subs.Runtime, mainSession string) (textResult, error)) *cobra.Command {
+	return newOpCmd(a, cmd, func() bool { return true }, op)
+}
+
+// newOpCmd is newMainOpCmd for a command that needs a Main session only
+// when needsMain says so after its flags are parsed.
+func newOpCmd(a *app, cmd *cobra.Command, needsMain func() bool, op func(cmd *cobra.Command, rt *subs.Runtime, mainSession string) (textResult, error)) *cobra.Command {
 	var rf runFlags
 	cmd.Args = cobra.NoArgs
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -97,8 +103,10 @@ func newMainOpCmd(a *app, cmd *cobra.Command, op func(cmd *cobra.Command, rt *su
 		if err != nil {
 			return err
 		}
-		if err := rf.requireMain(a); err != nil {
-			return err
+		if needsMain() {
+			if err := rf.requireMain(a); err != nil {
+				return err
+			}
 		}
 		r, err := op(cmd, rt, rf.mainSession)
 		if err != nil {
@@ -384,23 +392,38 @@ that turn is over, so a late interrupt cannot cancel later work.
 }
 
 func newCloseCmd(a *app) *cobra.Command {
-	var runID, reason string
-	cmd := newMainOpCmd(a, &cobra.Command{
-		Use:   "close --run RUNID [--reason R]",
-		Short: "Close a Sub: request close, close its Herdr tab, release its slot",
-		Long: `close writes close.json, closes the Sub's Herdr tab and checks the result.
-If Herdr fails, the run and its channel are kept and close can be retried;
+	var req subs.CloseRequest
+	cmd := newOpCmd(a, &cobra.Command{
+		Use:   "close --run RUNID [--reason R] [--discard [--force]]",
+		Short: "Close a Sub: request close, close its tab, release its slot; --discard removes its kept worktree",
+		Long: `close writes close.json, closes the Sub's tab and checks the result.
+If the surface fails, the run and its channel are kept and close can be retried;
 this also releases a run kept after a failed launch rollback. Undelivered
 Sub messages keep the channel ("retained") without holding a slot.
 
---format json prints {"ok":true,"text","runId","title","retained"}.`,
-	}, func(cmd *cobra.Command, rt *subs.Runtime, mainSession string) (textResult, error) {
+A Sub of a "workspace": "worktree" profile has its own git worktree: close
+removes it with its branch when it holds no commits and no changes, and
+otherwise keeps it and reports the branch, the commits ahead of the base,
+the changed files and any uncommitted changes.
+
+--discard also removes a kept worktree and its branch (of any Main's
+closed run; then no Main session is needed). It refuses uncommitted
+changes and commits that no other branch or tag holds, naming them;
+--force removes them anyway.
+
+--format json prints {"ok":true,"text","runId","title","retained",
+"worktree"?:{"branch","path","base","state"?,"removed"?,"summary"},
+"discarded"?:{"runId","branch","path"}}.`,
+	}, func() bool { return !req.Discard }, func(cmd *cobra.Command, rt *subs.Runtime, mainSession string) (textResult, error) {
 		ctx, stop := signalContext(cmd)
 		defer stop()
-		return rt.Close(ctx, mainSession, runID, reason)
+		req.MainSessionID = mainSession
+		return rt.CloseRun(ctx, req)
 	})
-	runIDFlag(cmd, &runID)
-	cmd.Flags().StringVar(&reason, "reason", "", "reason recorded in close.json (default: "+subs.DefaultCloseReason+")")
+	runIDFlag(cmd, &req.Ref)
+	cmd.Flags().StringVar(&req.Reason, "reason", "", "reason recorded in close.json (default: "+subs.DefaultCloseReason+")")
+	cmd.Flags().BoolVar(&req.Discard, "discard", false, "also remove the run's kept worktree and its branch")
+	cmd.Flags().BoolVar(&req.Force, "force", false, "with --discard: remove uncommitted changes and unmerged commits too")
 	return cmd
 }
 

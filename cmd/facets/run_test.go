@@ -89,7 +89,7 @@ func TestSubCommandsJSON(t *testing.T) {
 
 	code, out, _ = runFacets(t, env, "", "list", "--all", "--format", "json")
 	l := decodeObject(t, out)
-	if code != exitOK || len(l["open"].([]any)) != 1 || !slices.Equal(keys(l), []string{"ok", "open", "resumable", "text"}) {
+	if code != exitOK || len(l["open"].([]any)) != 1 || !slices.Equal(keys(l), []string{"ok", "open", "resumable", "text", "worktrees"}) {
 		t.Errorf("list exit %d: %s", code, out)
 	}
 

@@ -107,6 +107,7 @@ func (d Dirs) Runtime(bridge string, env Env) (*subs.Runtime, error) {
 		Bridge:      bridge,
 		AgentDir:    agentDir,
 		NoSurface:   ErrNoSurface,
+		WorktreeDir: subs.DefaultWorktreeDir(agentDir),
 	}
 	if name != "" {
 		rt.Surface = all[name]

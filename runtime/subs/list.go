@@ -12,6 +12,7 @@ import (
 	"github.com/facets-dev/facets/internal/termesc"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/surface"
+	"github.com/facets-dev/facets/runtime/worktree"
 )
 
 // OpenSub is one open run in a listing, with Herdr's live status.
@@ -31,6 +32,8 @@ type OpenSub struct {
 	ElapsedSeconds int64  `json:"elapsedSeconds"`
 	// LaunchError is set for a run kept after a failed rollback.
 	LaunchError string `json:"launchError,omitempty"`
+	// Worktree is the Sub's own git worktree, for a worktree profile.
+	Worktree *WorktreeInfo `json:"worktree,omitempty"`
 }
 
 // Resumable is a closed persistent Sub session that can be reopened.
@@ -44,6 +47,8 @@ type Resumable struct {
 	Origin             string `json:"origin,omitempty"`
 	ProfileName        string `json:"profileName,omitempty"`
 	Purpose            string `json:"purpose,omitempty"`
+	// Worktree is the session's worktree, which a resume reopens.
+	Worktree *worktree.Worktree `json:"worktree,omitempty"`
 }
 
 // Listing is the result of List.
@@ -56,6 +61,9 @@ type Listing struct {
 	// Hidden counts the open ephemeral runs left out because they are idle
 	// or unknown (all shows them); each still holds a slot until closed.
 	Hidden int `json:"hidden,omitempty"`
+	// Worktrees are the kept worktrees of closed runs, of every Main: work
+	// waiting for review, merge or discard.
+	Worktrees []KeptWorktree `json:"worktrees"`
 }
 
 // Text renders the listing as the list_sub tool returns it to the model:
@@ -71,7 +79,7 @@ func (l Listing) Text() string {
 	if l.Hidden > 0 {
 		hidden = fmt.Sprintf("(%d idle Sub(s) not shown; each holds one of the %d slots until close_sub closes it: list_sub with all=true lists them)", l.Hidden, MaxOpenSubs)
 	}
-	if len(l.Open) == 0 && len(l.Resumable) == 0 {
+	if len(l.Open) == 0 && len(l.Resumable) == 0 && len(l.Worktrees) == 0 {
 		if hidden != "" {
 			return b.String() + "no busy Sub sessions.\n" + hidden
 		}
@@ -85,6 +93,9 @@ func (l Listing) Text() string {
 			b.WriteString(", user-invoked specialist")
 		}
 		b.WriteString(">")
+		if o.Worktree != nil {
+			b.WriteString(" worktree " + esc(o.Worktree.Path) + " branch " + esc(o.Worktree.Branch))
+		}
 		if o.Purpose != "" {
 			b.WriteString(" Purpose: " + esc(o.Purpose))
 		}
@@ -109,6 +120,10 @@ func (l Listing) Text() string {
 		}
 		b.WriteString("\n")
 	}
+	for _, k := range l.Worktrees {
+		fmt.Fprintf(&b, "- kept worktree of closed run %s %s <%s>: %s (discard: facets close --run %s --discard)\n",
+			esc(short(k.RunID)), esc(k.Title), esc(k.Profile), esc(k.Worktree.Summary), esc(short(k.RunID)))
+	}
 	if hidden != "" {
 		b.WriteString(hidden + "\n")
 	}
@@ -126,7 +141,7 @@ func (rt *Runtime) List(ctx context.Context, mainSessionID string, all bool) (Li
 	if mainSessionID == "" {
 		return Listing{}, fmt.Errorf("Facets is not attached to an active Main session.")
 	}
-	l := Listing{Open: []OpenSub{}, Resumable: []Resumable{}}
+	l := Listing{Open: []OpenSub{}, Resumable: []Resumable{}, Worktrees: []KeptWorktree{}}
 	runs, problems, err := usableRuns(rt.Store.Runs(mainSessionID))
 	if err != nil {
 		return Listing{}, err
@@ -151,11 +166,18 @@ func (rt *Runtime) List(ctx context.Context, mainSessionID string, all bool) (Li
 			RunID: r.RunID, SubSessionID: r.SubSessionID, Title: r.Title, Profile: r.ProfileName,
 			SessionPersistence: r.SessionPersistence, Origin: r.Origin, Purpose: r.Purpose, Status: status,
 			Adapter: r.adapter(), ElapsedSeconds: (now.UnixMilli() - r.CreatedAt) / 1000, LaunchError: r.LaunchError,
+			Worktree: worktreeInfo(r.Worktree),
 		})
 	}
 	res, _, err := rt.resumables(mainSessionID, true, &problems)
 	if err != nil {
 		return Listing{}, err
+	}
+	if l.Worktrees, err = rt.keptWorktrees(ctx, &problems); err != nil {
+		return Listing{}, err
+	}
+	if l.Worktrees == nil {
+		l.Worktrees = []KeptWorktree{}
 	}
 	slices.Sort(problems)
 	l.Problems = slices.Compact(problems)
@@ -298,7 +320,7 @@ func (rt *Runtime) resumables(mainSessionID string, withManual bool, problems *[
 		}
 		out = append(out, Resumable{
 			SessionID: id, SessionFile: r.SubSessionFile, Title: r.Title, Cwd: r.Cwd, ModifiedAt: modified,
-			Origin: r.Origin, ProfileName: r.ProfileName, Purpose: r.Purpose,
+			Origin: r.Origin, ProfileName: r.ProfileName, Purpose: r.Purpose, Worktree: r.Worktree,
 		})
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -22,6 +22,7 @@ import (
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
 	"github.com/facets-dev/facets/runtime/surface"
+	"github.com/facets-dev/facets/runtime/worktree"
 )
 
 // MaxOpenSubs is how many Subs one Main may have open at once.
@@ -57,6 +58,10 @@ type Runtime struct {
 	AgentDir string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Git runs git for worktree profiles.
+	Git worktree.Git
+	// WorktreeDir is where Subs' worktrees are made (DefaultWorktreeDir).
+	WorktreeDir string
 }
 
 // surfaceOf is the adapter that opened r: Surface, or the one of Surfaces
@@ -95,6 +100,11 @@ type Delegation struct {
 	TabID              string   `json:"tabId,omitempty"`
 	PaneID             string   `json:"paneId,omitempty"`
 	MessageID          string   `json:"messageId,omitempty"` // Invoke "queued" only
+	// Worktree is the Sub's own git worktree, for a worktree profile.
+	Worktree *WorktreeInfo `json:"worktree,omitempty"`
+	// Notes are one-line remarks on the launch (a worktree's missing
+	// uncommitted changes, copied files).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Text is the delegate tool's result text as the model sees it.
@@ -107,7 +117,14 @@ func (d Delegation) Text() string {
 	if d.SessionID != "" {
 		s += ", session " + termesc.Escape(d.SessionID)
 	}
-	return s + ")."
+	s += ")."
+	if w := d.Worktree; w != nil {
+		s += fmt.Sprintf("\nIt works in its own git worktree %s on branch %s (from %s).", termesc.Escape(w.Path), termesc.Escape(w.Branch), short12(w.Base))
+	}
+	for _, n := range d.Notes {
+		s += "\n" + termesc.Escape(n)
+	}
+	return s
 }
 
 // RetainedRunError is a failed launch whose tab rollback failed too: the
@@ -194,11 +211,38 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p manifest
 		}
 		return Delegation{}, fmt.Errorf("Facets cannot open a Sub in %s: %w", rt.Surface.Name(), err)
 	}
+	var plan *plannedWorktree
+	var resumed *worktree.Worktree
+	if resumeID == "" {
+		if plan, err = rt.planWorktree(ctx, p, cwd); err != nil {
+			return Delegation{}, err
+		}
+	} else if resumed, err = rt.resumedWorktree(req, p, resumeID); err != nil {
+		return Delegation{}, err
+	}
 	run, ch, err := rt.reserve(req, p, title, task, cwd, resumeID, !rt.Surface.AgentAware())
 	if err != nil {
 		return Delegation{}, err
 	}
 	defer ch.Close()
+	var notes []string
+	switch {
+	case plan != nil:
+		cwd, notes, err = rt.makeWorktree(ctx, plan, run)
+	case resumed != nil:
+		err = rt.reopenWorktree(ctx, resumed, run)
+	}
+	if err == nil && run.Worktree != nil {
+		run.Cwd = cwd
+		err = rt.Store.SaveRun(run)
+	}
+	if err != nil {
+		rerr := errors.Join(rt.dropWorktree(ctx, run, plan != nil), ch.Remove(), rt.Store.DeleteRun(run.MainSessionID, run.RunID))
+		if rerr != nil {
+			return Delegation{}, fmt.Errorf("%w (releasing run %s: %v)", err, run.RunID, rerr)
+		}
+		return Delegation{}, err
+	}
 	tokenFile := filepath.Join(ch.Dir(), tokenFileName)
 	spec := launch.Spec{
 		Profile:         p,
@@ -229,8 +273,9 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p manifest
 		run.UpdatedAt = rt.now().UnixMilli()
 		return Delegation{}, &RetainedRunError{RunID: run.RunID, Err: err, Persist: rt.Store.SaveRun(run)}
 	case err != nil:
-		// The tab is gone (or never existed): release the slot and the channel.
-		rerr := errors.Join(ch.Remove(), rt.Store.DeleteRun(run.MainSessionID, run.RunID))
+		// The tab is gone (or never existed): release the slot, the channel
+		// and the worktree, which nothing has written to.
+		rerr := errors.Join(rt.dropWorktree(ctx, run, plan != nil), ch.Remove(), rt.Store.DeleteRun(run.MainSessionID, run.RunID))
 		if rerr != nil {
 			return Delegation{}, fmt.Errorf("delegate: %w (releasing run %s: %v)", err, run.RunID, rerr)
 		}
@@ -243,6 +288,7 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p manifest
 		return Delegation{}, &RetainedRunError{RunID: run.RunID, Err: errors.New("The Sub started but its run could not be saved."), Persist: err}
 	}
 	d := delegation(run)
+	d.Notes = notes
 	d.Action = "created"
 	if resumeID != "" {
 		d.Action = "resumed"
@@ -260,6 +306,7 @@ func delegation(run *Run) Delegation {
 	if run.Surface != nil {
 		d.TabID, d.PaneID = run.Surface.TabID, run.Surface.PaneID
 	}
+	d.Worktree = worktreeInfo(run.Worktree)
 	return d
 }
 
@@ -426,7 +473,7 @@ func (rt *Runtime) refresh(run *Run) {
 		rt.Store.SaveRun(run)
 		return
 	}
-	changed := false
+	changed, wasOpen := false, run.Open()
 	// A missing channel fails to open like any other; there is nothing to read.
 	if ch, err := openChannel(run); err == nil {
 		if s, ok, err := ch.Session(); err == nil && ok && (s.SessionID != run.SubSessionID || s.SessionFile != run.SubSessionFile) {
@@ -453,7 +500,10 @@ func (rt *Runtime) refresh(run *Run) {
 		return
 	}
 	run.UpdatedAt = rt.now().UnixMilli()
-	if !run.Open() && !channelExists(run) && !run.Persistent() && !run.Manual() {
+	if wasOpen && !run.Open() {
+		rt.settleWorktree(context.Background(), run)
+	}
+	if !run.Open() && !channelExists(run) && !run.Persistent() && !run.Manual() && !run.keepsWorktree() {
 		rt.Store.DeleteRun(run.MainSessionID, run.RunID)
 		return
 	}
@@ -591,10 +641,30 @@ type Closure struct {
 	// Retained is true while the channel is kept for undelivered Sub→Main
 	// messages; the run no longer holds a slot.
 	Retained bool `json:"retained"`
+	// Worktree is the Sub's worktree: removed when it held no work, else
+	// kept with its branch, commits ahead, changed files and uncommitted changes.
+	Worktree *WorktreeInfo `json:"worktree,omitempty"`
 }
 
 // Text is the close_sub tool's result text as the model sees it.
-func (c Closure) Text() string { return "Closed Sub: " + termesc.Escape(c.Title) }
+func (c Closure) Text() string {
+	s := "Closed Sub: " + termesc.Escape(c.Title)
+	if w := c.Worktree; w != nil {
+		s += "\nWorktree: " + termesc.Escape(w.Summary)
+		if st := w.State; !w.Removed && st != nil {
+			for _, l := range st.Changed {
+				s += "\n  " + termesc.Escape(l)
+			}
+			for _, l := range st.Uncommitted {
+				s += "\n  uncommitted: " + termesc.Escape(l)
+			}
+			if st.Ahead > 0 {
+				s += fmt.Sprintf("\nReview with git diff %s...%s; merge with git merge %s.", short12(w.Base), termesc.Escape(w.Branch), termesc.Escape(w.Branch))
+			}
+		}
+	}
+	return s
+}
 
 // Close writes close.json, closes the Sub's tab and checks Herdr's answer.
 // If Herdr fails, the run stays open with its channel intact so Close can be
@@ -657,14 +727,15 @@ func (rt *Runtime) Close(ctx context.Context, mainSessionID, ref, reason string)
 			retained = true
 		}
 	}
-	if !retained && !run.Persistent() && !run.Manual() {
+	wt := rt.settleWorktree(ctx, run)
+	if !retained && !run.Persistent() && !run.Manual() && !run.keepsWorktree() {
 		if err := rt.Store.DeleteRun(mainSessionID, run.RunID); err != nil {
 			return Closure{}, err
 		}
 	} else if err := rt.Store.SaveRun(run); err != nil {
 		return Closure{}, err
 	}
-	return Closure{RunID: run.RunID, Title: run.Title, Retained: retained}, nil
+	return Closure{RunID: run.RunID, Title: run.Title, Retained: retained, Worktree: wt}, nil
 }
 
 // processAlive reports whether pid names a running process; EPERM means it

@@ -15,6 +15,7 @@ import (
 	"github.com/facets-dev/facets/internal/safefile"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/surface"
+	"github.com/facets-dev/facets/runtime/worktree"
 )
 
 // DefaultStateDir is where runs and bindings are kept when no state dir is
@@ -55,6 +56,10 @@ type Run struct {
 	// LaunchError is set when a launch failed and its rollback did too: the
 	// tab may still exist, so the run stays open until a close succeeds.
 	LaunchError string `json:"launchError,omitempty"`
+	// Worktree is the Sub's own git worktree (a "workspace": "worktree"
+	// profile); WorktreeRemoved is set once close or discard removed it.
+	Worktree        *worktree.Worktree `json:"worktree,omitempty"`
+	WorktreeRemoved bool               `json:"worktreeRemoved,omitempty"`
 }
 
 // Surface is where a run's Sub lives (a Herdr tab, a tmux window): the

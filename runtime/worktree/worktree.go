@@ -7,6 +7,8 @@ package worktree
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Git runs the git command.
@@ -168,17 +171,14 @@ func (g Git) Dirty(ctx context.Context, r Repo) (int, error) {
 	return n, nil
 }
 
-// BranchName is the branch a Sub of profile in run gets: facets/<profile>/<run8>,
+// BranchName is the branch a Sub of profile gets: facets/<profile>/<id>,
 // with the parts of a profile name git does not allow in a ref replaced.
-func BranchName(profile, runID string) string {
+func BranchName(profile, id string) string {
 	p := strings.ReplaceAll(profile, "..", "-")
 	if strings.HasSuffix(p, ".lock") || strings.HasSuffix(p, ".") {
 		p += "-"
 	}
-	if len(runID) > 8 {
-		runID = runID[:8]
-	}
-	return "facets/" + p + "/" + runID
+	return "facets/" + p + "/" + id
 }
 
 // BranchExists reports whether r has a local branch named name.
@@ -197,6 +197,11 @@ func (g Git) Create(ctx context.Context, r Repo, path, branch string) (Worktree,
 		return Worktree{}, fmt.Errorf("create worktree: %w", err)
 	}
 	w := Worktree{Repo: r.Top, CommonDir: r.CommonDir, Path: path, Branch: branch, Base: r.Head}
+	unlock, err := lockRepo(w)
+	if err != nil {
+		return Worktree{}, err
+	}
+	defer unlock()
 	if _, err := g.run(ctx, r.Top, "worktree", "add", "--quiet", "-b", branch, path, r.Head); err != nil {
 		return Worktree{}, fmt.Errorf("create worktree %s on branch %s: %w", path, branch, err)
 	}
@@ -210,6 +215,11 @@ func (g Git) Reopen(ctx context.Context, w Worktree) error {
 	if g.registered(ctx, w) {
 		return nil
 	}
+	unlock, err := lockRepo(w)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if _, err := os.Lstat(w.Path); err == nil {
 		return fmt.Errorf("reopen worktree: %s exists but is not the worktree of branch %s; move it away", w.Path, w.Branch)
 	}
@@ -406,6 +416,11 @@ func (g Git) Remove(ctx context.Context, w Worktree, force bool) error {
 			return &UnmergedError{Branch: w.Branch, Commits: unique}
 		}
 	}
+	unlock, err := lockRepo(w)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if _, err := os.Stat(w.Path); err == nil {
 		args := []string{"worktree", "remove", w.Path}
 		if force {
@@ -471,4 +486,34 @@ func (g Git) InitSubmodules(ctx context.Context, path string) error {
 		return fmt.Errorf("submodules of %s are not checked out (run git submodule update --init there): %w", path, err)
 	}
 	return nil
+}
+
+// lockRepo serializes the worktree changes facets makes in one repository:
+// git worktree add writes the repository's worktree list without a lock of
+// its own, and two at once can fail ("failed to read .../commondir"), or a
+// prune can drop the entry another add is making. The lock file lives
+// beside the worktrees, never inside the repository.
+func lockRepo(w Worktree) (func(), error) {
+	sum := sha256.Sum256([]byte(w.CommonDir))
+	dir := filepath.Dir(w.Path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("lock repository %s: %w", w.Repo, err)
+	}
+	path := filepath.Join(dir, ".repo-"+hex.EncodeToString(sum[:6])+".lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock repository %s: %w", w.Repo, err)
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock repository %s: %w", w.Repo, err)
+	}
+	// The file stays: removing it would let a waiter lock a dead inode.
+	return func() { f.Close() }, nil
 }

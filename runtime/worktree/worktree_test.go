@@ -118,7 +118,7 @@ func TestFind(t *testing.T) {
 
 func TestBranchName(t *testing.T) {
 	for _, c := range []struct{ profile, run, want string }{
-		{"writer", "0123456789abcdef", "facets/writer/01234567"},
+		{"writer", "01234567", "facets/writer/01234567"},
 		{"a..b", "r1", "facets/a-b/r1"},
 		{"x.lock", "r1", "facets/x.lock-/r1"},
 		{"x.", "r1", "facets/x.-/r1"},

@@ -1,0 +1,380 @@
+package subs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/facets-dev/facets/compiler/manifest"
+	"github.com/facets-dev/facets/internal/termesc"
+	"github.com/facets-dev/facets/runtime/channel"
+	"github.com/facets-dev/facets/runtime/worktree"
+)
+
+// DefaultWorktreeDir is where Subs' worktrees are made when no directory
+// is given: <agentDir>/facets/worktrees, outside every checkout.
+func DefaultWorktreeDir(agentDir string) string {
+	return filepath.Join(agentDir, "facets", "worktrees")
+}
+
+// WorktreeInfo is a Sub's worktree as delegate and close report it.
+type WorktreeInfo struct {
+	Branch string `json:"branch"`
+	Path   string `json:"path"`
+	Base   string `json:"base"`
+	// State is what the worktree held at close (close and list only).
+	State *worktree.State `json:"state,omitempty"`
+	// Removed is true when close removed an empty worktree with its branch.
+	Removed bool `json:"removed,omitempty"`
+	// Summary is the worktree in one line.
+	Summary string `json:"summary,omitempty"`
+}
+
+func worktreeInfo(w *worktree.Worktree) *WorktreeInfo {
+	if w == nil {
+		return nil
+	}
+	return &WorktreeInfo{Branch: w.Branch, Path: w.Path, Base: w.Base}
+}
+
+// keepsWorktree reports whether a closed run's worktree is still on disk
+// for the Main to review, so its record must stay.
+func (r *Run) keepsWorktree() bool { return r.Worktree != nil && !r.WorktreeRemoved }
+
+// plannedWorktree is the worktree a new Sub of p will get, found before a
+// slot is taken so that a directory that cannot have one fails first.
+type plannedWorktree struct {
+	repo worktree.Repo
+	// dirty counts the Main's uncommitted changes the worktree will lack.
+	dirty int
+}
+
+// planWorktree finds the repository of cwd for a worktree profile; nil for
+// a shared profile.
+func (rt *Runtime) planWorktree(ctx context.Context, p manifest.Profile, cwd string) (*plannedWorktree, error) {
+	if p.Launch.Workspace != manifest.WorkspaceWorktree {
+		return nil, nil
+	}
+	repo, err := rt.Git.Find(ctx, cwd)
+	if err != nil {
+		if errors.Is(err, worktree.ErrNotRepository) {
+			return nil, fmt.Errorf("Profile '%s' works in a git worktree (\"workspace\": \"worktree\"), but %s is not in a git work tree; start the Main in a git repository, or set \"workspace\": \"shared\".", p.Name, cwd)
+		}
+		return nil, fmt.Errorf("Profile '%s' works in a git worktree, but: %w", p.Name, err)
+	}
+	dirty, err := rt.Git.Dirty(ctx, repo)
+	if err != nil {
+		return nil, fmt.Errorf("Profile '%s': %w", p.Name, err)
+	}
+	return &plannedWorktree{repo: repo, dirty: dirty}, nil
+}
+
+// worktreePath is where run's worktree goes: <WorktreeDir>/<repo>-<run8>.
+func (rt *Runtime) worktreePath(repo worktree.Repo, runID string) string {
+	return filepath.Join(rt.WorktreeDir, channel.Safe(filepath.Base(repo.Top))+"-"+short(runID))
+}
+
+// makeWorktree creates run's worktree and copies the included ignored
+// files into it; it returns the Sub's working directory there (the Main's
+// place in the repository) and notes for the delegate result.
+func (rt *Runtime) makeWorktree(ctx context.Context, plan *plannedWorktree, run *Run) (string, []string, error) {
+	if rt.WorktreeDir == "" {
+		return "", nil, errors.New("delegate: no worktree directory configured")
+	}
+	branch := worktree.BranchName(run.ProfileName, short(run.RunID))
+	if rt.Git.BranchExists(ctx, plan.repo, branch) {
+		// Someone made this branch already (the short id is 8 hex digits):
+		// the full run id is unique.
+		branch = worktree.BranchName(run.ProfileName, run.RunID)
+	}
+	w, err := rt.Git.Create(ctx, plan.repo, rt.worktreePath(plan.repo, run.RunID), branch)
+	if err != nil {
+		return "", nil, fmt.Errorf("delegate: %w", err)
+	}
+	run.Worktree = &w
+	var notes []string
+	if plan.dirty > 0 {
+		notes = append(notes, fmt.Sprintf("The worktree starts at the commit %s of %s: %d uncommitted change(s) in the Main's checkout are not in it.", short12(w.Base), headName(plan.repo), plan.dirty))
+	}
+	copied, err := rt.Git.CopyIncluded(ctx, plan.repo, w.Path)
+	if err != nil {
+		notes = append(notes, "No ignored files were copied: "+err.Error())
+	}
+	if len(copied.Files) > 0 {
+		notes = append(notes, fmt.Sprintf("Copied %d ignored file(s) listed in %s.", len(copied.Files), worktree.IncludeFile))
+	}
+	for _, s := range copied.Skipped {
+		notes = append(notes, "Not copied: "+s)
+	}
+	if err := rt.Git.InitSubmodules(ctx, w.Path); err != nil {
+		notes = append(notes, err.Error())
+	}
+	return filepath.Join(w.Path, plan.repo.Prefix), notes, nil
+}
+
+func headName(r worktree.Repo) string {
+	if r.Branch == "" {
+		return "a detached HEAD"
+	}
+	return "branch " + r.Branch
+}
+
+func short12(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
+}
+
+// settleWorktree looks at a closed run's worktree: an empty one is removed
+// with its branch; one with work is kept and described. A git failure
+// keeps the worktree and says why.
+func (rt *Runtime) settleWorktree(ctx context.Context, run *Run) *WorktreeInfo {
+	if !run.keepsWorktree() {
+		return nil
+	}
+	w := *run.Worktree
+	info := worktreeInfo(&w)
+	s, err := rt.Git.Inspect(ctx, w)
+	if err != nil {
+		info.Summary = fmt.Sprintf("branch %s: kept at %s (%v)", w.Branch, w.Path, err)
+		return info
+	}
+	info.State = &s
+	if s.Empty() {
+		if err := rt.Git.Remove(ctx, w, false); err == nil {
+			run.WorktreeRemoved = true
+			info.Removed = true
+			info.Summary = fmt.Sprintf("branch %s had no commits and no changes: its worktree and branch were removed", w.Branch)
+			return info
+		} else {
+			info.Summary = fmt.Sprintf("branch %s: kept at %s (removing the empty worktree failed: %v)", w.Branch, w.Path, err)
+			return info
+		}
+	}
+	info.Summary = s.Summary(w)
+	return info
+}
+
+// reopenWorktree gives a resumed persistent Sub the worktree and branch of
+// the session it resumes.
+func (rt *Runtime) reopenWorktree(ctx context.Context, w *worktree.Worktree, run *Run) error {
+	if w == nil {
+		return nil
+	}
+	if err := rt.Git.Reopen(ctx, *w); err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	copied := *w
+	run.Worktree = &copied
+	return nil
+}
+
+// KeptWorktree is a closed run whose worktree still holds work.
+type KeptWorktree struct {
+	RunID         string       `json:"runId"`
+	MainSessionID string       `json:"mainSessionId"`
+	Title         string       `json:"title"`
+	Profile       string       `json:"profile"`
+	ClosedAt      int64        `json:"closedAt"`
+	Worktree      WorktreeInfo `json:"worktree"`
+}
+
+// keptWorktrees lists the closed runs of every Main whose worktrees are
+// kept, each with its state read from git.
+func (rt *Runtime) keptWorktrees(ctx context.Context, problems *[]string) ([]KeptWorktree, error) {
+	mains, err := rt.Store.MainSessions()
+	if err != nil {
+		return nil, err
+	}
+	var out []KeptWorktree
+	for _, m := range mains {
+		runs, bad, err := usableRuns(rt.Store.Runs(m))
+		*problems = append(*problems, bad...)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range runs {
+			if r.Open() || !r.keepsWorktree() {
+				continue
+			}
+			info := worktreeInfo(r.Worktree)
+			if s, err := rt.Git.Inspect(ctx, *r.Worktree); err != nil {
+				info.Summary = fmt.Sprintf("branch %s at %s: %v", r.Worktree.Branch, r.Worktree.Path, err)
+			} else {
+				info.State, info.Summary = &s, s.Summary(*r.Worktree)
+			}
+			out = append(out, KeptWorktree{RunID: r.RunID, MainSessionID: r.MainSessionID, Title: r.Title, Profile: r.ProfileName, ClosedAt: r.ClosedAt, Worktree: *info})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].ClosedAt != out[j].ClosedAt {
+			return out[i].ClosedAt > out[j].ClosedAt
+		}
+		return out[i].RunID < out[j].RunID
+	})
+	return out, nil
+}
+
+// Discarded is a kept worktree that Discard removed.
+type Discarded struct {
+	RunID  string `json:"runId"`
+	Branch string `json:"branch"`
+	Path   string `json:"path"`
+}
+
+// Text is the discard result in one line.
+func (d Discarded) Text() string {
+	return fmt.Sprintf("Removed worktree %s and branch %s.", termesc.Escape(d.Path), termesc.Escape(d.Branch))
+}
+
+// Discard removes the kept worktree and branch of a closed run of any Main,
+// found by run id or unique prefix. Without force it refuses uncommitted
+// changes and commits no other branch or tag holds, naming them.
+func (rt *Runtime) Discard(ctx context.Context, ref string, force bool) (Discarded, error) {
+	if ref == "" {
+		return Discarded{}, errors.New("discard: give the run id (facets list shows kept worktrees)")
+	}
+	mains, err := rt.Store.MainSessions()
+	if err != nil {
+		return Discarded{}, err
+	}
+	var found []*Run
+	for _, m := range mains {
+		runs, _, err := usableRuns(rt.Store.Runs(m))
+		if err != nil {
+			return Discarded{}, err
+		}
+		for _, r := range runs {
+			if r.Worktree != nil && strings.HasPrefix(r.RunID, ref) {
+				found = append(found, r)
+			}
+		}
+	}
+	switch {
+	case len(found) == 0:
+		return Discarded{}, fmt.Errorf("No run with a worktree matches '%s'; facets list shows kept worktrees.", ref)
+	case len(found) > 1:
+		return Discarded{}, fmt.Errorf("'%s' matches %d runs with worktrees; give more of the run id.", ref, len(found))
+	}
+	run := found[0]
+	if run.Open() {
+		return Discarded{}, fmt.Errorf("Run %s is open; close it first (facets close --run %s --discard closes and discards).", short(run.RunID), short(run.RunID))
+	}
+	unlock, err := rt.Store.Lock(run.MainSessionID, "slots")
+	if err != nil {
+		return Discarded{}, err
+	}
+	defer unlock()
+	w := *run.Worktree
+	if !run.WorktreeRemoved {
+		if err := rt.Git.Remove(ctx, w, force); err != nil {
+			return Discarded{}, fmt.Errorf("discard run %s: %w", short(run.RunID), err)
+		}
+		run.WorktreeRemoved = true
+	}
+	run.UpdatedAt = rt.now().UnixMilli()
+	if !channelExists(run) && !run.Persistent() && !run.Manual() {
+		err = rt.Store.DeleteRun(run.MainSessionID, run.RunID)
+	} else {
+		err = rt.Store.SaveRun(run)
+	}
+	if err != nil {
+		return Discarded{}, err
+	}
+	return Discarded{RunID: run.RunID, Branch: w.Branch, Path: w.Path}, nil
+}
+
+// resumedWorktree is the worktree of the persistent session a delegate
+// resumes (resumeID is its exact id), or nil.
+func (rt *Runtime) resumedWorktree(req DelegateRequest, p manifest.Profile, resumeID string) (*worktree.Worktree, error) {
+	s, err := rt.findResumable(req.MainSessionID, resumeID, req.Manual, p.Name)
+	if err != nil {
+		return nil, err
+	}
+	return s.Worktree, nil
+}
+
+// dropWorktree removes the new worktree of a launch that failed before the
+// Sub could write to it (fresh); a reopened one, and one that holds
+// anything, is kept.
+func (rt *Runtime) dropWorktree(ctx context.Context, run *Run, fresh bool) error {
+	if run.Worktree == nil || !fresh {
+		return nil
+	}
+	if err := rt.Git.Remove(ctx, *run.Worktree, false); err != nil {
+		return fmt.Errorf("worktree %s is kept: %w", run.Worktree.Path, err)
+	}
+	return nil
+}
+
+// CloseRequest is a close, optionally followed by the discard of the run's
+// kept worktree.
+type CloseRequest struct {
+	MainSessionID string
+	// Ref is a run id or unique prefix.
+	Ref    string
+	Reason string
+	// Discard removes the run's kept worktree and branch after the close;
+	// a run already closed (by any Main) is only discarded.
+	Discard bool
+	// Force discards uncommitted changes and unmerged commits too.
+	Force bool
+}
+
+// Closed is what CloseRun did.
+type Closed struct {
+	Closure
+	Discarded *Discarded `json:"discarded,omitempty"`
+}
+
+// Text is the close result, then the discard's line.
+func (c Closed) Text() string {
+	var parts []string
+	if c.Title != "" {
+		parts = append(parts, c.Closure.Text())
+	}
+	if c.Discarded != nil {
+		parts = append(parts, c.Discarded.Text())
+	}
+	return strings.Join(parts, "\n")
+}
+
+// CloseRun closes the Main's open run req.Ref and, with Discard, removes
+// its kept worktree; a Ref that names no open run of the Main is, with
+// Discard, a closed run whose worktree is removed.
+func (rt *Runtime) CloseRun(ctx context.Context, req CloseRequest) (Closed, error) {
+	if !req.Discard {
+		c, err := rt.Close(ctx, req.MainSessionID, req.Ref, req.Reason)
+		return Closed{Closure: c}, err
+	}
+	var out Closed
+	if req.MainSessionID != "" {
+		if run, err := rt.findOpen(req.MainSessionID, req.Ref); err == nil {
+			c, err := rt.Close(ctx, req.MainSessionID, run.RunID, req.Reason)
+			if err != nil {
+				return Closed{}, err
+			}
+			out.Closure = c
+			if c.Worktree == nil || c.Worktree.Removed {
+				return out, nil
+			}
+		}
+	}
+	ref := req.Ref
+	if out.RunID != "" {
+		ref = out.RunID
+	}
+	d, err := rt.Discard(ctx, ref, req.Force)
+	if err != nil {
+		if out.RunID != "" {
+			return Closed{}, fmt.Errorf("%s; %w", out.Closure.Text(), err)
+		}
+		return Closed{}, err
+	}
+	out.Discarded = &d
+	return out, nil
+}

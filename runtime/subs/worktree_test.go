@@ -1,0 +1,405 @@
+package subs
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/facets-dev/facets/compiler/manifest"
+	"github.com/facets-dev/facets/runtime/worktree"
+)
+
+// gitIn runs real git in dir with a fixed identity and no user config.
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// worktreeFixture is a fake Herdr and a Main working in a git repository
+// whose profile "writer" has "workspace": "worktree".
+type worktreeFixture struct {
+	*fixture
+	repo string
+}
+
+func newWorktreeFixture(t *testing.T) *worktreeFixture {
+	t.Helper()
+	t.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	f := newFixture(t)
+	repo := filepath.Join(f.dir, "repo")
+	if err := os.MkdirAll(filepath.Join(repo, "pkg"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, repo, "init", "--quiet", "-b", "main")
+	os.WriteFile(filepath.Join(repo, "a.txt"), []byte("one\n"), 0o644)
+	os.WriteFile(filepath.Join(repo, "pkg", "b.txt"), []byte("two\n"), 0o644)
+	gitIn(t, repo, "add", ".")
+	gitIn(t, repo, "commit", "--quiet", "-m", "first")
+	m := *f.manifest
+	m.Cwd = repo
+	m.Profiles = slices.Clone(m.Profiles)
+	for i := range m.Profiles {
+		if m.Profiles[i].Name == "writer" || m.Profiles[i].Name == "reviewer" {
+			m.Profiles[i].Launch.Workspace = manifest.WorkspaceWorktree
+		}
+	}
+	f.manifest = &m
+	return &worktreeFixture{fixture: f, repo: repo}
+}
+
+func (f *worktreeFixture) runtime() *Runtime {
+	rt := f.fixture.runtime()
+	rt.WorktreeDir = filepath.Join(f.dir, "worktrees")
+	return rt
+}
+
+func (f *worktreeFixture) delegate(t *testing.T, profile, title string) Delegation {
+	t.Helper()
+	d, err := f.runtime().Delegate(context.Background(), DelegateRequest{
+		Manifest: f.manifest, MainSessionID: mainID, Profile: profile, Title: title, Task: "task: " + title,
+	})
+	if err != nil {
+		t.Fatalf("delegate %s: %v", title, err)
+	}
+	return d
+}
+
+func TestWorktreeSubBranchesAndComesBack(t *testing.T) {
+	f := newWorktreeFixture(t)
+	ctx := context.Background()
+	head := gitIn(t, f.repo, "rev-parse", "HEAD")
+
+	a := f.delegate(t, "writer", "edit a")
+	b := f.delegate(t, "writer", "edit a too")
+	for _, d := range []Delegation{a, b} {
+		w := d.Worktree
+		if w == nil || w.Branch != "facets/writer/"+short(d.RunID) || w.Base != head || !strings.HasPrefix(w.Path, filepath.Join(f.dir, "worktrees")) {
+			t.Fatalf("delegation worktree = %+v", w)
+		}
+		if got := f.pane(d.RunID).Cwd; got != w.Path {
+			t.Errorf("Sub pane cwd %q, want the worktree %q", got, w.Path)
+		}
+		if !strings.Contains(d.Text(), "It works in its own git worktree "+w.Path+" on branch "+w.Branch) {
+			t.Errorf("delegate text = %q", d.Text())
+		}
+		if len(d.Notes) != 0 {
+			t.Errorf("notes for a clean checkout: %q", d.Notes)
+		}
+	}
+	// Two Subs edit the same file at once, each in its own worktree.
+	for i, d := range []Delegation{a, b} {
+		p := d.Worktree.Path
+		os.WriteFile(filepath.Join(p, "a.txt"), []byte("edited by "+d.Title+"\n"), 0o644)
+		os.WriteFile(filepath.Join(p, "pkg", "new.txt"), []byte{byte('0' + i)}, 0o644)
+		gitIn(t, p, "add", ".")
+		gitIn(t, p, "commit", "--quiet", "-m", d.Title)
+	}
+	if got, _ := os.ReadFile(filepath.Join(f.repo, "a.txt")); string(got) != "one\n" {
+		t.Errorf("the Main's checkout changed: a.txt = %q", got)
+	}
+	if st := gitIn(t, f.repo, "status", "--porcelain"); st != "" {
+		t.Errorf("the Main's checkout is dirty:\n%s", st)
+	}
+
+	c, err := f.runtime().Close(ctx, mainID, a.RunID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := c.Worktree
+	if w == nil || w.Removed || w.State == nil || w.State.Ahead != 1 || len(w.State.Changed) != 3 {
+		t.Fatalf("close worktree = %+v", w)
+	}
+	text := c.Text()
+	for _, want := range []string{
+		"Worktree: branch " + a.Worktree.Branch + ": 1 commit(s) ahead of " + head[:12] + ", 2 file(s) changed, worktree " + a.Worktree.Path,
+		"a.txt", "pkg/new.txt", "Review with git diff " + head[:12] + "..." + a.Worktree.Branch,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("close text lacks %q:\n%s", want, text)
+		}
+	}
+	// The ephemeral run is kept for its worktree, and listed.
+	l, err := f.runtime().List(ctx, mainID, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Worktrees) != 1 || l.Worktrees[0].RunID != a.RunID || l.Worktrees[0].Worktree.State.Ahead != 1 {
+		t.Fatalf("listed worktrees = %+v", l.Worktrees)
+	}
+	if !strings.Contains(l.Text(), "- kept worktree of closed run "+short(a.RunID)+" edit a <writer>: branch "+a.Worktree.Branch) {
+		t.Errorf("list text:\n%s", l.Text())
+	}
+	if len(l.Open) != 1 || l.Open[0].Worktree == nil || !strings.Contains(l.Text(), "branch "+b.Worktree.Branch) {
+		t.Errorf("open Sub without its worktree: %+v\n%s", l.Open, l.Text())
+	}
+	// Another Main sees it too: no kept worktree goes unseen.
+	if l, _ := f.runtime().List(ctx, "another-main", false); len(l.Worktrees) != 1 {
+		t.Errorf("another Main lists %d kept worktrees, want 1", len(l.Worktrees))
+	}
+
+	// Both branches merge back; the second conflicts on a.txt, as two
+	// Subs' edits of one file should.
+	gitIn(t, f.repo, "merge", "--quiet", a.Worktree.Branch)
+	if got, _ := os.ReadFile(filepath.Join(f.repo, "a.txt")); string(got) != "edited by edit a\n" {
+		t.Errorf("merged a.txt = %q", got)
+	}
+}
+
+func TestEmptyWorktreeRemovedAtClose(t *testing.T) {
+	f := newWorktreeFixture(t)
+	d := f.delegate(t, "writer", "nothing")
+	c, err := f.runtime().Close(context.Background(), mainID, d.RunID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Worktree == nil || !c.Worktree.Removed || !strings.Contains(c.Text(), "had no commits and no changes: its worktree and branch were removed") {
+		t.Fatalf("close = %+v\n%s", c.Worktree, c.Text())
+	}
+	if _, err := os.Stat(d.Worktree.Path); !os.IsNotExist(err) {
+		t.Errorf("empty worktree still there: %v", err)
+	}
+	if out := gitIn(t, f.repo, "branch", "--list", "facets/*"); out != "" {
+		t.Errorf("branch kept: %q", out)
+	}
+	if _, ok, _ := f.runtime().Store.LoadRun(mainID, d.RunID); ok {
+		t.Error("the closed ephemeral run with nothing kept still has a record")
+	}
+}
+
+func TestUncommittedWorkIsKept(t *testing.T) {
+	f := newWorktreeFixture(t)
+	d := f.delegate(t, "writer", "dirty")
+	os.WriteFile(filepath.Join(d.Worktree.Path, "a.txt"), []byte("half done\n"), 0o644)
+	c, err := f.runtime().Close(context.Background(), mainID, d.RunID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Worktree.Removed || !strings.Contains(c.Text(), "0 commit(s) ahead") || !strings.Contains(c.Text(), "1 uncommitted change(s) in "+d.Worktree.Path) || !strings.Contains(c.Text(), "uncommitted:  M a.txt") {
+		t.Fatalf("close text:\n%s", c.Text())
+	}
+	// Discard refuses, naming the change; --force removes it.
+	_, err = f.runtime().CloseRun(context.Background(), CloseRequest{Ref: short(d.RunID), Discard: true})
+	var unc *worktree.UncommittedError
+	if !errors.As(err, &unc) || !strings.Contains(err.Error(), "M a.txt") {
+		t.Fatalf("discard of uncommitted work: %v", err)
+	}
+	r, err := f.runtime().CloseRun(context.Background(), CloseRequest{Ref: short(d.RunID), Discard: true, Force: true})
+	if err != nil || r.Discarded == nil || r.Text() != "Removed worktree "+d.Worktree.Path+" and branch "+d.Worktree.Branch+"." {
+		t.Fatalf("forced discard: %+v, %v", r, err)
+	}
+	if _, ok, _ := f.runtime().Store.LoadRun(mainID, d.RunID); ok {
+		t.Error("the discarded ephemeral run still has a record")
+	}
+}
+
+func TestCloseDiscardRefusesUnmergedCommits(t *testing.T) {
+	f := newWorktreeFixture(t)
+	d := f.delegate(t, "writer", "work")
+	p := d.Worktree.Path
+	os.WriteFile(filepath.Join(p, "c.txt"), []byte("c\n"), 0o644)
+	gitIn(t, p, "add", ".")
+	gitIn(t, p, "commit", "--quiet", "-m", "precious work")
+
+	// close --discard of the open run: closed, then the discard refused.
+	_, err := f.runtime().CloseRun(context.Background(), CloseRequest{MainSessionID: mainID, Ref: d.RunID, Discard: true})
+	if err == nil || !strings.Contains(err.Error(), "Closed Sub: work") || !strings.Contains(err.Error(), "1 commit(s) that no other branch has") || !strings.Contains(err.Error(), "precious work") {
+		t.Fatalf("close --discard: %v", err)
+	}
+	if got := f.openRuns(mainID); len(got) != 0 {
+		t.Errorf("run still open: %v", got)
+	}
+	if _, err := os.Stat(filepath.Join(p, "c.txt")); err != nil {
+		t.Fatalf("the refused discard removed work: %v", err)
+	}
+	gitIn(t, f.repo, "merge", "--quiet", d.Worktree.Branch)
+	if _, err := f.runtime().CloseRun(context.Background(), CloseRequest{Ref: d.RunID, Discard: true}); err != nil {
+		t.Fatalf("discard after merge: %v", err)
+	}
+	if _, err := os.Stat(p); !os.IsNotExist(err) {
+		t.Errorf("worktree left after discard: %v", err)
+	}
+}
+
+func TestWorktreeRefusals(t *testing.T) {
+	t.Run("not a repository", func(t *testing.T) {
+		f := newWorktreeFixture(t)
+		m := *f.manifest
+		m.Cwd = t.TempDir()
+		_, err := f.runtime().Delegate(context.Background(), DelegateRequest{Manifest: &m, MainSessionID: mainID, Profile: "writer", Title: "x", Task: "x"})
+		if err == nil || !strings.Contains(err.Error(), "is not in a git work tree; start the Main in a git repository, or set \"workspace\": \"shared\"") {
+			t.Fatalf("delegate outside git: %v", err)
+		}
+		if len(f.subTabs()) != 0 || len(f.openRuns(mainID)) != 0 {
+			t.Error("a refused delegate opened a tab or took a slot")
+		}
+	})
+	t.Run("bare repository", func(t *testing.T) {
+		f := newWorktreeFixture(t)
+		bare := filepath.Join(t.TempDir(), "b.git")
+		gitIn(t, filepath.Dir(bare), "clone", "--quiet", "--bare", f.repo, bare)
+		m := *f.manifest
+		m.Cwd = bare
+		_, err := f.runtime().Delegate(context.Background(), DelegateRequest{Manifest: &m, MainSessionID: mainID, Profile: "writer", Title: "x", Task: "x"})
+		if err == nil || !strings.Contains(err.Error(), "bare git repository") {
+			t.Fatalf("delegate in a bare repository: %v", err)
+		}
+	})
+	t.Run("path exists", func(t *testing.T) {
+		f := newWorktreeFixture(t)
+		// Every worktree path is taken: the launch fails and rolls back.
+		rt := f.runtime()
+		rt.WorktreeDir = filepath.Join(f.dir, "file")
+		os.WriteFile(rt.WorktreeDir, nil, 0o600)
+		_, err := rt.Delegate(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: mainID, Profile: "writer", Title: "x", Task: "x"})
+		if err == nil || !strings.Contains(err.Error(), "create worktree") {
+			t.Fatalf("delegate with an unusable worktree dir: %v", err)
+		}
+		if len(f.subTabs()) != 0 || len(f.openRuns(mainID)) != 0 {
+			t.Error("a failed worktree left a tab or a slot")
+		}
+	})
+}
+
+func TestWorktreeNotes(t *testing.T) {
+	f := newWorktreeFixture(t)
+	os.WriteFile(filepath.Join(f.repo, ".gitignore"), []byte(".env\n"), 0o644)
+	gitIn(t, f.repo, "add", ".gitignore")
+	gitIn(t, f.repo, "commit", "--quiet", "-m", "ignore")
+	os.WriteFile(filepath.Join(f.repo, ".env"), []byte("KEY=1\n"), 0o600)
+	os.MkdirAll(filepath.Join(f.repo, ".pi", "facets"), 0o755)
+	os.WriteFile(filepath.Join(f.repo, worktree.IncludeFile), []byte(".env\n"), 0o644)
+	os.WriteFile(filepath.Join(f.repo, "a.txt"), []byte("uncommitted\n"), 0o644)
+	gitIn(t, f.repo, "checkout", "--quiet", "--detach")
+
+	// The Main works in a subdirectory: so does the Sub.
+	m := *f.manifest
+	m.Cwd = filepath.Join(f.repo, "pkg")
+	d, err := f.runtime().Delegate(context.Background(), DelegateRequest{Manifest: &m, MainSessionID: mainID, Profile: "writer", Title: "notes", Task: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.pane(d.RunID).Cwd; got != filepath.Join(d.Worktree.Path, "pkg") {
+		t.Errorf("Sub cwd %q, want pkg in the worktree", got)
+	}
+	want := []string{
+		// .pi/facets/worktree-include is untracked too: 2 changes.
+		"The worktree starts at the commit " + d.Worktree.Base[:12] + " of a detached HEAD: 2 uncommitted change(s) in the Main's checkout are not in it.",
+		"Copied 1 ignored file(s) listed in .pi/facets/worktree-include.",
+	}
+	if !slices.Equal(d.Notes, want) {
+		t.Errorf("notes = %q\nwant %q", d.Notes, want)
+	}
+	if got, _ := os.ReadFile(filepath.Join(d.Worktree.Path, ".env")); string(got) != "KEY=1\n" {
+		t.Errorf(".env in the worktree = %q", got)
+	}
+}
+
+func TestWorktreeRemovedByHandBeforeClose(t *testing.T) {
+	f := newWorktreeFixture(t)
+	d := f.delegate(t, "writer", "hand")
+	p := d.Worktree.Path
+	os.WriteFile(filepath.Join(p, "c.txt"), []byte("c\n"), 0o644)
+	gitIn(t, p, "add", ".")
+	gitIn(t, p, "commit", "--quiet", "-m", "c")
+	gitIn(t, f.repo, "worktree", "remove", p)
+	c, err := f.runtime().Close(context.Background(), mainID, d.RunID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Worktree.Removed || !strings.Contains(c.Text(), "1 commit(s) ahead") || !strings.Contains(c.Text(), "its worktree was removed by hand (the branch is kept)") {
+		t.Fatalf("close text:\n%s", c.Text())
+	}
+}
+
+func TestRepositoryMovedWhileSubRuns(t *testing.T) {
+	f := newWorktreeFixture(t)
+	d := f.delegate(t, "writer", "moved")
+	if err := os.Rename(f.repo, f.repo+"-moved"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.runtime().Close(context.Background(), mainID, d.RunID, "")
+	if err != nil {
+		t.Fatalf("close after the repository moved: %v", err)
+	}
+	if !strings.Contains(c.Text(), "the repository at "+f.repo+" is gone (moved or deleted); the worktree at "+d.Worktree.Path+" is kept") {
+		t.Fatalf("close text:\n%s", c.Text())
+	}
+	if len(f.openRuns(mainID)) != 0 {
+		t.Error("run still holds its slot")
+	}
+}
+
+func TestFourWorktreeSubsAtOnce(t *testing.T) {
+	f := newWorktreeFixture(t)
+	var wg sync.WaitGroup
+	errs := make([]error, MaxOpenSubs)
+	ds := make([]Delegation, MaxOpenSubs)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ds[i], errs[i] = f.runtime().Delegate(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: mainID, Profile: "writer", Title: "w", Task: "x"})
+		}()
+	}
+	wg.Wait()
+	branches := map[string]bool{}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("delegate %d: %v", i, err)
+		}
+		branches[ds[i].Worktree.Branch] = true
+	}
+	if len(branches) != MaxOpenSubs {
+		t.Errorf("branches %v, want %d distinct", branches, MaxOpenSubs)
+	}
+	if n := len(strings.Split(gitIn(t, f.repo, "worktree", "list"), "\n")); n != MaxOpenSubs+1 {
+		t.Errorf("git lists %d worktrees, want %d", n, MaxOpenSubs+1)
+	}
+}
+
+func TestResumeReopensWorktree(t *testing.T) {
+	f := newWorktreeFixture(t)
+	ctx := context.Background()
+	d := f.delegate(t, "reviewer", "persist")
+	p := d.Worktree.Path
+	os.WriteFile(filepath.Join(p, "r.txt"), []byte("r\n"), 0o644)
+	gitIn(t, p, "add", ".")
+	gitIn(t, p, "commit", "--quiet", "-m", "r")
+	sessionFile := filepath.Join(f.dir, "sessions", "s.jsonl")
+	os.MkdirAll(filepath.Dir(sessionFile), 0o700)
+	os.WriteFile(sessionFile, []byte("{}\n"), 0o600)
+	if err := f.sub(d.RunID).WriteSession("sess-wt", sessionFile); err != nil {
+		t.Fatal(err)
+	}
+	f.close(d.RunID)
+	// The user removed the worktree by hand; resume brings it back on the branch.
+	gitIn(t, f.repo, "worktree", "remove", p)
+	r, err := f.runtime().Delegate(ctx, DelegateRequest{Manifest: f.manifest, MainSessionID: mainID, Profile: "reviewer", Title: "again", Task: "x", ResumeSessionID: "sess-wt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Worktree == nil || r.Worktree.Path != p || r.Worktree.Branch != d.Worktree.Branch {
+		t.Fatalf("resumed worktree = %+v, want %+v", r.Worktree, d.Worktree)
+	}
+	if got := f.pane(r.RunID).Cwd; got != p {
+		t.Errorf("resumed Sub cwd %q, want %q", got, p)
+	}
+	if _, err := os.Stat(filepath.Join(p, "r.txt")); err != nil {
+		t.Errorf("the resumed worktree lacks the branch's commit: %v", err)
+	}
+}
