@@ -442,7 +442,13 @@ unknown when Herdr cannot report it.
 "title","profile","sessionPersistence","origin"?,"purpose"?,"status",
 "adapter","elapsedSeconds","launchError"?}],"resumable":[{"sessionId",
 "sessionFile"?,"title","cwd","modifiedAt","modifiedSecondsAgo","origin"?,
-"profileName"?,"purpose"?}]}.`,
+"profileName"?,"purpose"?,"worktree"?}],"worktrees":[{"runId","mainSessionId",
+"title","profile","closedAt","worktree":{"branch","path","base","state"?,
+"summary"}}]}; an open Sub of a worktree profile has "worktree" too.
+
+Kept worktrees (closed runs whose worktree holds commits or changes) are
+listed for every Main, so none is forgotten; close --run ID --discard
+removes one.`,
 	}, func(cmd *cobra.Command, rt *subs.Runtime, mainSession string) (textResult, error) {
 		return rt.List(cmd.Context(), mainSession, all)
 	})

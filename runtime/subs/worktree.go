@@ -347,6 +347,9 @@ func (c Closed) Text() string {
 // its kept worktree; a Ref that names no open run of the Main is, with
 // Discard, a closed run whose worktree is removed.
 func (rt *Runtime) CloseRun(ctx context.Context, req CloseRequest) (Closed, error) {
+	if req.Force && !req.Discard {
+		return Closed{}, errors.New("--force goes with --discard: close never removes work by itself")
+	}
 	if !req.Discard {
 		c, err := rt.Close(ctx, req.MainSessionID, req.Ref, req.Reason)
 		return Closed{Closure: c}, err
