@@ -17,6 +17,7 @@ import (
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
 	"github.com/facets-dev/facets/runtime/pibridge"
+	"github.com/facets-dev/facets/runtime/subs"
 )
 
 // Call is one startup call as its flags give it.
@@ -89,6 +90,9 @@ func mainPlan(c Call, getenv func(string) string, home string) pibridge.Plan {
 	plan.Serve = pibridge.HasRuns(channel.RuntimeRoot(getenv), c.MainSession)
 	if warning != "" {
 		plan.Warnings = append(plan.Warnings, warning)
+	}
+	if line := keptWorktreesLine(m.AgentDir, getenv); line != "" {
+		plan.Warnings = append(plan.Warnings, line)
 	}
 	return plan
 }
@@ -167,4 +171,19 @@ func OpenSubChannel(getenv func(string) string) (*channel.Channel, error) {
 		return nil, fmt.Errorf("Sub channel: %w", err)
 	}
 	return c, nil
+}
+
+// keptWorktreesLine is the one line a starting Main shows when finished
+// Subs left worktrees with work in them, so none is forgotten; it reads
+// only run records (no git), and says nothing when there are none.
+func keptWorktreesLine(agentDir string, getenv func(string) string) string {
+	state := getenv(envvar.StateDir)
+	if state == "" {
+		state = subs.DefaultStateDir(agentDir)
+	}
+	n, err := subs.Store{Dir: state}.KeptWorktrees()
+	if err != nil || n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d Facets worktree(s) of finished Subs hold work for review: facets list shows them, facets close --run ID --discard removes one.", n)
 }
