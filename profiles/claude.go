@@ -223,6 +223,10 @@ func ConvertClaudeAgent(stem string, data []byte, modelMap map[string]string) Im
 				continue
 			}
 		}
+		if iso, _ := fields[k].(string); k == "isolation" && iso == "worktree" {
+			r.Dropped = append(r.Dropped, `isolation: worktree (a role has no workspace; a facets profile with "workspace": "worktree" gives each of its Subs its own git worktree)`)
+			continue
+		}
 		r.Dropped = append(r.Dropped, k+" (no Pi role field)")
 	}
 	lines = append(lines, "---")

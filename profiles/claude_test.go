@@ -47,3 +47,13 @@ func TestConvertClaudeAgentNeverWidens(t *testing.T) {
 		}
 	}
 }
+
+// Claude Code's isolation: worktree has no role field; the note says where
+// facets offers the same (a profile's workspace).
+func TestClaudeIsolationWorktreeNote(t *testing.T) {
+	r := ConvertClaudeAgent("a", []byte("---\nname: a\ndescription: d\ntools: Read, Edit\nisolation: worktree\n---\nB\n"), nil)
+	want := `isolation: worktree (a role has no workspace; a facets profile with "workspace": "worktree" gives each of its Subs its own git worktree)`
+	if !slices.Contains(r.Dropped, want) || strings.Contains(string(r.Data), "isolation") {
+		t.Errorf("dropped %q\n%s", r.Dropped, r.Data)
+	}
+}

@@ -57,6 +57,7 @@ func TestCompletion(t *testing.T) {
 		{"keys after the cursor count", cfg, "{|\n\"tools\": [\"read\"]}", []string{"name"}, []string{"tools"}},
 		{"invocation values", cfg, `{"invocation": "|"}`, []string{"both", "manual"}, []string{"name"}},
 		{"sessionPersistence values", cfg, `{"sessionPersistence": |}`, []string{"ephemeral", "persistent"}, nil},
+		{"workspace values", cfg, `{"workspace": "|"}`, []string{"shared", "worktree"}, []string{"name"}},
 		{"thinkingLevel values", cfg, `{"thinkingLevel": "h|"}`, []string{"off", "high", "xhigh", "max"}, nil},
 		{"tool names", cfg, `{"tools": ["read", "|"]}`, []string{"read", "bash", "edit", "grep"}, nil},
 		{"skill names", cfg, `{"skills": [|]}`, []string{"review", "notes"}, nil},
@@ -153,6 +154,7 @@ func TestHover(t *testing.T) {
 		want         []string // substrings of the hover; none means no hover
 	}{
 		{cfg, `{"invo|cation": "both"}`, []string{"**invocation**", "Who may start the profile", "`both`, `manual`"}},
+		{cfg, `{"work|space": "worktree"}`, []string{"**workspace**", "its own git worktree on a new branch", "`shared`, `worktree`"}},
 		{cfg, `{"invocation": "bo|th"}`, []string{"**invocation**"}},
 		{legacy, `{"tools": ["re|ad"]}`, []string{"**tools** (list, required)", "Non-MCP tools"}},
 		{cfg, `{"nosuch|": 1}`, nil},
