@@ -15,7 +15,7 @@ import (
 
 // git runs real git in dir with a fixed identity and no user config, and
 // fails the test on error.
-func git(t *testing.T, dir string, args ...string) string {
+func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	out, err := gitErr(dir, args...)
 	if err != nil {
@@ -33,7 +33,7 @@ func gitErr(dir string, args ...string) (string, error) {
 	return string(out), err
 }
 
-func isolateGit(t *testing.T) {
+func isolateGit(t testing.TB) {
 	t.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 }
@@ -57,7 +57,7 @@ func newRepo(t *testing.T) string {
 	return dir
 }
 
-func write(t *testing.T, path, s string) {
+func write(t testing.TB, path, s string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
