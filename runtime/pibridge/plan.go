@@ -321,7 +321,12 @@ func catalog(ps []manifest.Profile) string {
 		if !p.AgentInvokable {
 			continue
 		}
-		line := fmt.Sprintf("- %s [%s, %s]", p.Name, p.Scope, p.Launch.SessionPersistence)
+		line := fmt.Sprintf("- %s [%s, %s", p.Name, p.Scope, p.Launch.SessionPersistence)
+		if p.Launch.Workspace == manifest.WorkspaceWorktree {
+			// The Main's model should know the Sub's edits come back as a branch.
+			line += ", own git worktree"
+		}
+		line += "]"
 		if p.Description != "" {
 			line += ": " + p.Description
 		}

@@ -215,3 +215,17 @@ func TestMainOnlyToolsAreTheMainTools(t *testing.T) {
 		t.Errorf("manifest.MainOnlyTools = %v, want %v", got, want)
 	}
 }
+
+// A worktree profile is marked in the catalog, so the Main's model knows
+// the Sub's edits come back as a branch, not in its checkout.
+func TestCatalogMarksWorktreeProfiles(t *testing.T) {
+	c := catalog([]manifest.Profile{
+		profile("writer", "project", "Edits code", true, manifest.Launch{Tools: []string{"edit"}, SessionPersistence: "ephemeral", Workspace: manifest.WorkspaceWorktree}),
+		profile("reader", "global", "Reads", true, manifest.Launch{Tools: []string{"read"}, SessionPersistence: "ephemeral"}),
+	})
+	for _, want := range []string{"\n- writer [project, ephemeral, own git worktree]: Edits code\n", "\n- reader [global, ephemeral]: Reads\n"} {
+		if !strings.Contains(c, want) {
+			t.Errorf("catalog lacks %q:\n%s", want, c)
+		}
+	}
+}
