@@ -1485,6 +1485,12 @@ func (e *piEnv) playHerdrPane(main *piProc, herdrState string) (*piProc, herdrAg
 	for k, v := range agent.Env {
 		env = append(env, k+"="+v)
 	}
+	// Herdr starts the pane's program in the pane's directory.
+	if agent.Cwd != "" {
+		prev := e.dir
+		e.dir = agent.Cwd
+		defer func() { e.dir = prev }()
+	}
 	sub := e.startRPC(env, agent.Args...)
 	// Like Herdr, the fake ends the pane's program when its tab closes.
 	pidFile := filepath.Join(herdrState, "pane-"+agent.Pane+".pid")
