@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/facets-dev/facets/runtime/surface"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/facets-dev/facets/internal/envvar"
+	"github.com/facets-dev/facets/runtime/surface"
 )
 
 // Errors a caller may want to tell apart; every one is wrapped with context.
@@ -67,6 +68,9 @@ type CLI struct {
 	Getenv func(string) string
 	// Timeouts per call; zero fields use DefaultTimeouts.
 	Timeouts Timeouts
+	// Warn receives Check's one warning line (a Herdr newer than
+	// NewestModelled); nil drops it.
+	Warn io.Writer
 }
 
 var _ Surface = (*CLI)(nil)
@@ -153,13 +157,15 @@ func hasCode(err error, code string) bool {
 }
 
 // Check verifies the installed herdr is new enough, that this process runs
-// inside a Herdr pane, and that the server answers. It never suggests a
-// fallback: without Herdr, Facets cannot launch a Sub.
+// inside a Herdr pane, and that the server answers and can be driven by
+// this herdr. It never suggests a fallback: without Herdr, Facets cannot
+// launch a Sub. A herdr or server newer than NewestModelled is used, with
+// one line to Warn.
 func (c *CLI) Check(ctx context.Context) error {
 	limit := c.timeout(func(t Timeouts) time.Duration { return t.Check })
 	res, err := c.run(ctx, "--version", limit, []string{"--version"})
 	if errors.Is(err, ErrNotInstalled) {
-		return fmt.Errorf("%w; Facets runs Subs in Herdr %s or newer: get it from https://herdr.dev and start Pi inside a Herdr pane", err, MinVersion)
+		return fmt.Errorf("%w; Facets runs Subs in %s: get it from https://herdr.dev and start Pi inside a Herdr pane", err, SupportedVersions)
 	}
 	if err != nil {
 		return fmt.Errorf("facets requires Herdr %s or newer: %w", MinVersion, err)
@@ -195,13 +201,30 @@ func (c *CLI) Check(ctx context.Context) error {
 	if !*st.Running {
 		return fmt.Errorf("%w at %s; start Herdr first", ErrServerNotRunning, st.Socket)
 	}
+	server, known := Version{}, false
+	if st.Version != nil {
+		server, err = parseVersion(*st.Version)
+		known = err == nil
+	}
+	if known && server.Less(MinVersion) {
+		return fmt.Errorf("%w: the running server is %s, Facets requires %s or newer because %s", ErrTooOld, server, MinVersion, minVersionReason)
+	}
+	// compatible is the server's wire protocol against this herdr's (0.9
+	// prints it as private_protocol_compatible): a 0.9 herdr refuses a 0.8
+	// server outright, and 0.8.2 a 0.9 server, while within the 0.9 line a
+	// herdr drives a server of another release.
 	if st.Compatible != nil && !*st.Compatible {
+		if known && server != v {
+			return fmt.Errorf("herdr status server: herdr %s cannot drive the running Herdr %s server, which speaks another wire protocol; restart Herdr with herdr %s, or point Facets at the herdr that started the server (--herdr-bin)", v, server, v)
+		}
 		return fmt.Errorf("herdr status server: the running server speaks another protocol than this herdr binary; restart Herdr")
 	}
-	if st.Version != nil {
-		if sv, err := parseVersion(*st.Version); err == nil && sv.Less(MinVersion) {
-			return fmt.Errorf("%w: the running server is %s, Facets requires %s or newer because %s", ErrTooOld, sv, MinVersion, minVersionReason)
-		}
+	newest := v
+	if known && newest.Less(server) {
+		newest = server
+	}
+	if NewestModelled.Less(newest) && c.Warn != nil {
+		fmt.Fprintf(c.Warn, "facets: warning: Herdr %s is newer than %s, the newest Herdr Facets follows; going on as with %s\n", newest, NewestModelled, NewestModelled)
 	}
 	return nil
 }

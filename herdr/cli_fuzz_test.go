@@ -37,6 +37,9 @@ func FuzzCLIAnswers(f *testing.F) {
 		{`{"result":{"type":"pane_info","pane":{"pane_id":"w1:p2","tab_id":"w1:t2","terminal_id":"term-9","tokens":{"facets_run_id":"run-1"}}}}`, "", 0},
 		{`{"result":{"type":"tab_info","tab":{"tab_id":"w1:t2"}}}`, "", 0},
 		{`{"result":{"running":true,"version":"0.8.1","compatible":true,"socket":"/s"}}`, "", 0},
+		{`{"status":"running","running":true,"version":"0.9.3","protocol":22,"capabilities":null,"compatible":true,"endpoint_compatible":true,"socket":"/s","session":null,"restart_needed":false,"server_binary_stale":false}`, "", 0},
+		{`{"status":"running","running":true,"version":"0.9.9","protocol":22,"compatible":true,"socket":"/s"}`, "", 0},
+		{`{"status":"running","running":true,"version":"0.9.3","protocol":22,"compatible":false,"endpoint_compatible":true,"socket":"/s"}`, "", 0},
 		{"", `{"error":{"code":"tab_not_found","message":"no tab"}}`, 1},
 		{"", `{"error":{"code":"pane_not_found","message":"\xff"}}`, 2},
 		{`{"tab":{"id":"w1:t2"}}`, "error: boom", 1},
@@ -46,7 +49,8 @@ func FuzzCLIAnswers(f *testing.F) {
 	}
 	env := map[string]string{envvar.HerdrEnv: "1", envvar.HerdrWorkspaceID: "w1", envvar.HerdrSocketPath: "/s"}
 	f.Fuzz(func(t *testing.T, stdout, stderr []byte, exit int) {
-		c := &CLI{Runner: answerRunner{Result{Stdout: stdout, Stderr: stderr, ExitCode: exit}}, Getenv: func(k string) string { return env[k] }}
+		var warn strings.Builder
+		c := &CLI{Runner: answerRunner{Result{Stdout: stdout, Stderr: stderr, ExitCode: exit}}, Getenv: func(k string) string { return env[k] }, Warn: &warn}
 		ctx := context.Background()
 		h := Handle{TabID: "w1:t2", PaneID: "w1:p2", Agent: "sub-1", TerminalID: "term-9", Socket: "/s"}
 		valid := func(call string, err error) {
@@ -64,7 +68,12 @@ func FuzzCLIAnswers(f *testing.F) {
 			return true
 		}
 
-		valid("Check", c.Check(ctx))
+		err := c.Check(ctx)
+		valid("Check", err)
+		// A warning is one line, and only on a Check that lets the launch go on.
+		if w := warn.String(); w != "" && (err != nil || strings.Count(w, "\n") != 1 || !strings.HasSuffix(w, "\n") || !utf8.ValidString(w)) {
+			t.Fatalf("Check = %v, warning %q", err, w)
+		}
 		created, err := c.CreateTab(ctx, TabSpec{Cwd: "/w", Title: "T"})
 		valid("CreateTab", err)
 		if err == nil && created.TabID == "" {

@@ -43,6 +43,9 @@ type serverOptions struct {
 	// `unset HERDR_AGENT; exec /bin/sleep 20`); the fake gets startup
 	// "undetected".
 	undetectedPi bool
+	// version is the Herdr the fake answers as (fakeherdr.Version082 or
+	// Version09); a real binary is the version it is.
+	version string
 }
 
 // contractServer is one running `herdr server` and its private directories.
@@ -186,7 +189,7 @@ func startContractServer(t *testing.T, bin string, fake bool, opts serverOptions
 		if opts.undetectedPi {
 			startup = "undetected"
 		}
-		ctl := fmt.Sprintf(`{"start_delay_ms":%d,"shell_init_ms":%d,"startup":%q}`, fakeSettle.Milliseconds(), opts.shellDelay.Milliseconds(), startup)
+		ctl := fmt.Sprintf(`{"version":%q,"start_delay_ms":%d,"shell_init_ms":%d,"startup":%q}`, opts.version, fakeSettle.Milliseconds(), opts.shellDelay.Milliseconds(), startup)
 		s.env = append(s.env, "FAKEHERDR_STATE="+state)
 		if err := os.WriteFile(filepath.Join(state, "control.json"), []byte(ctl), 0o600); err != nil {
 			t.Fatal(err)

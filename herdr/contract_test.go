@@ -14,13 +14,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/facets-dev/facets/internal/fakeherdr"
 )
 
 // The contract suite: black-box checks of the herdr command line that the
 // adapter relies on, most of them transcribed from Herdr's own CLI tests
-// (each case names the test it follows). By default they run against the
-// fake, in CI too; with FACETS_HERDR_CONTRACT=/path/to/herdr against that
-// binary. Either way the suite starts its own `herdr server` the way
+// (each case names the test it follows in 0.8.2 and in the 0.9 line, with
+// the herdrdev/herdr commit read). By default they run against the fake,
+// once as 0.8.2 and once as 0.9, in CI too; with
+// FACETS_HERDR_CONTRACT=/path/to/herdr once against that binary, and a case
+// that differs between the lines branches on the version it reports. Either way the suite starts its own `herdr server` the way
 // Herdr's harness does (contract_server_test.go) and ends it afterwards.
 // Nothing here asserts timing: waits poll until the test's deadline.
 
@@ -29,13 +33,14 @@ const contractEnv = "FACETS_HERDR_CONTRACT"
 
 // contractHerdr is one herdr server under test and a CLI pointed at it.
 type contractHerdr struct {
-	t      *testing.T
-	bin    string
-	env    []string // the environment of each herdr call
-	real   bool
-	cwd    string // a directory for new workspaces and tabs
-	server *contractServer
-	ws     string // the workspace the suite created, once it has
+	t       *testing.T
+	bin     string
+	env     []string // the environment of each herdr call
+	real    bool
+	version Version // what the binary's --version says; cases branch on it
+	cwd     string  // a directory for new workspaces and tabs
+	server  *contractServer
+	ws      string // the workspace the suite created, once it has
 }
 
 // contractBinary is the herdr the suite checks and whether it is the fake.
@@ -70,8 +75,30 @@ func newContractServer(t *testing.T, opts serverOptions) *contractHerdr {
 		t.Fatal(err)
 	}
 	s := startContractServer(t, bin, fake, opts)
-	return &contractHerdr{t: t, bin: bin, env: s.env, real: !fake, cwd: s.work, server: s}
+	h := &contractHerdr{t: t, bin: bin, env: s.env, real: !fake, cwd: s.work, server: s}
+	out, errs, code := h.run("--version")
+	if h.version, err = parseVersion(firstLine([]byte(out))); code != 0 || err != nil {
+		t.Fatalf("herdr --version: exit %d, %q %q: %v", code, out, errs, err)
+	}
+	return h
 }
+
+// forEachHerdr runs body once per Herdr the suite checks: a real binary
+// once, as it is; the fake once as 0.8.2 and once as the 0.9 line, so CI
+// checks both. opts is the server's version, for body to start its servers
+// with.
+func forEachHerdr(t *testing.T, body func(t *testing.T, opts serverOptions)) {
+	if os.Getenv(contractEnv) != "" {
+		body(t, serverOptions{})
+		return
+	}
+	for _, v := range []string{fakeherdr.Version082, fakeherdr.Version09} {
+		t.Run("herdr "+v, func(t *testing.T) { body(t, serverOptions{version: v}) })
+	}
+}
+
+// line09 reports whether the binary under test is of the 0.9 line or newer.
+func (h *contractHerdr) line09() bool { return !h.version.Less(Version{0, 9, 0}) }
 
 // run invokes herdr and returns stdout, stderr and the exit code.
 func (h *contractHerdr) run(args ...string) (string, string, int) {
@@ -334,33 +361,50 @@ var (
 	paneIDRe = regexp.MustCompile(`^w[1-9A-Z0]+:p[1-9A-Z0]+$`)
 )
 
-func TestContract(t *testing.T) {
-	h := newContractServer(t, serverOptions{})
+func TestContract(t *testing.T) { forEachHerdr(t, contract) }
+
+func contract(t *testing.T, opts serverOptions) {
+	h := newContractServer(t, opts)
 	ctx := context.Background()
 
-	// Herdr: tests/cli/sessions.rs status_commands_report_client_and_server_versions.
-	// The suite reports what it ran against; a newer Herdr passes.
+	// Herdr 0.8.2: tests/cli/sessions.rs
+	// status_commands_report_client_and_server_versions (1c76079f). 0.9:
+	// the same test of the 0.9 line (protocol 22; herdrdev/herdr stores
+	// only its protocol-21 version, f661347f, so the 0.9 fields follow
+	// herdr 0.9.3's output: status server adds endpoint_compatible, and its
+	// plain form says private_protocol where 0.8.2 says protocol). The
+	// suite reports what it ran against; a newer Herdr passes.
 	t.Run("version and status", func(t *testing.T) {
 		h.t = t
-		out, _, code := h.run("--version")
-		v, err := parseVersion(firstLine([]byte(out)))
-		if code != 0 || err != nil || v.Less(MinVersion) {
-			t.Errorf("herdr --version: exit %d %q (%v), want herdr %s or newer", code, out, err, MinVersion)
+		if h.version.Less(MinVersion) {
+			t.Errorf("herdr --version: %s, want %s or newer", h.version, MinVersion)
 		}
-		out, _, code = h.run("status", "server", "--json")
+		out, _, code := h.run("status", "server", "--json")
 		var st struct {
-			Status     string `json:"status"`
-			Running    bool   `json:"running"`
-			Version    string `json:"version"`
-			Protocol   int    `json:"protocol"`
-			Compatible *bool  `json:"compatible"`
-			Socket     string `json:"socket"`
+			Status             string `json:"status"`
+			Running            bool   `json:"running"`
+			Version            string `json:"version"`
+			Protocol           int    `json:"protocol"`
+			Compatible         *bool  `json:"compatible"`
+			EndpointCompatible *bool  `json:"endpoint_compatible"`
+			Socket             string `json:"socket"`
 		}
 		if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Status != "running" || !st.Running || st.Compatible == nil || !*st.Compatible {
 			t.Errorf("status server --json: exit %d %q", code, out)
 		}
 		if st.Socket != h.server.socket || "herdr "+st.Version != firstLine([]byte(mustRun(h, "--version"))) {
 			t.Errorf("status server --json = %+v; want socket %s and the version of herdr --version", st, h.server.socket)
+		}
+		plain := mustRun(h, "status", "server")
+		switch {
+		case !h.line09():
+			if st.Protocol != 20 || st.EndpointCompatible != nil || !strings.Contains(plain, "protocol: 20\ncompatible: yes\n") {
+				t.Errorf("Herdr %s: status server --json = %s and plain %q; want protocol 20, no endpoint_compatible, and protocol: 20 / compatible: yes", h.version, out, plain)
+			}
+		case !NewestModelled.Less(h.version):
+			if st.Protocol != 22 || st.EndpointCompatible == nil || !*st.EndpointCompatible || !strings.Contains(plain, "private_protocol: 22\nprivate_protocol_compatible: yes\n") {
+				t.Errorf("Herdr %s: status server --json = %s and plain %q; want protocol 22, endpoint_compatible true, and private_protocol: 22 / private_protocol_compatible: yes", h.version, out, plain)
+			}
 		}
 		kind := "the fake"
 		if h.real {
@@ -369,7 +413,10 @@ func TestContract(t *testing.T) {
 		t.Logf("contract ran against %s: herdr %s, protocol %d", kind, st.Version, st.Protocol)
 	})
 
-	// Herdr: tests/cli/surface.rs removed_wait_and_agent_send_commands_are_rejected.
+	// Herdr 0.8.2 (1c76079f): tests/cli/surface.rs
+	// removed_wait_and_agent_send_commands_are_rejected. 0.9: no later
+	// version of that test is stored; the 0.9 command tree (src/cli/spec.rs
+	// at bc058ad4) has no wait group and no agent send either.
 	t.Run("unknown commands are usage errors", func(t *testing.T) {
 		h.t = t
 		if errs := h.usage("wait", "output", "w1:p1", "--match", "ready"); !strings.Contains(errs, "unknown command: wait") {
@@ -378,7 +425,8 @@ func TestContract(t *testing.T) {
 		h.usage("agent", "send", "reviewer", "hello")
 	})
 
-	// Herdr: tests/api_ping.rs workspace_list_and_create_round_trip (over
+	// Herdr 0.8.2 (1c76079f), 0.9 unchanged as far as stored:
+	// tests/api_ping.rs workspace_list_and_create_round_trip (over
 	// the CLI). A bare `herdr server` has no workspace: only the
 	// auto-start passes HERDR_STARTUP_CWD (src/server/autodetect.rs,
 	// seed_startup_workspace_if_empty in src/server/headless.rs).
@@ -409,7 +457,11 @@ func TestContract(t *testing.T) {
 		t.Fatal("no workspace to go on with")
 	}
 
-	// Herdr: tests/cli/workspace.rs tab_management_commands_work; the
+	// Herdr 0.8.2 (1c76079f): tests/cli/workspace.rs
+	// tab_management_commands_work. 0.9: no later version of that test is
+	// stored; 0.9 sends the same tab.create/get/close requests with the same
+	// flags (src/cli/runtime.rs and src/cli/spec.rs at bc058ad4), and its
+	// ids are still per server (w1:t1; src/cli/target.rs at b04bda09). The
 	// not-found answers after close follow src/app/api/tabs.rs.
 	t.Run("tab create, get and close", func(t *testing.T) {
 		h.t = t
@@ -438,7 +490,8 @@ func TestContract(t *testing.T) {
 		h.usage("tab", "get")
 	})
 
-	// Herdr: tests/cli/surface.rs pane_report_metadata_sends_presentation_request
+	// Herdr 0.8.2 (1c76079f), 0.9 no later version stored: tests/cli/surface.rs
+	// pane_report_metadata_sends_presentation_request
 	// and pane_report_metadata_rejects_blank_source_before_socket_request;
 	// the token rules are src/app/api_helpers.rs normalize_metadata_tokens
 	// and src/metadata_tokens.rs. Errors carry the id cli:request.
@@ -477,7 +530,8 @@ func TestContract(t *testing.T) {
 		h.usage("pane", "report-metadata", pane, "--source", "facets")
 	})
 
-	// Herdr: tests/cli/agents.rs agent_start_command_works.
+	// Herdr 0.8.2 (1c76079f) and 0.9 (9bc1ee28): tests/cli/agents.rs
+	// agent_start_command_works, the same in both.
 	t.Run("agent start command works", func(t *testing.T) {
 		h.t = t
 		tab, pane, terminal := h.newTab("agent")
@@ -555,7 +609,8 @@ func TestContract(t *testing.T) {
 		}
 	})
 
-	// Herdr: README "Why the adapter does what it does" 5, from
+	// Herdr 0.8.2 (1c76079f), 0.9 no later version stored: README "Why the
+	// adapter does what it does" 5, from
 	// src/app/api/agents.rs handle_agent_prompt: the text is typed, the
 	// answer carries the state before the Enter that follows 300 ms later.
 	t.Run("agent prompt answers before its Enter", func(t *testing.T) {
@@ -572,7 +627,8 @@ func TestContract(t *testing.T) {
 			func(r map[string]any) bool { return num(r["agent"], "state_change_seq") > before })
 	})
 
-	// Herdr: src/cli/agent.rs wait_for_named_agent and src/terminal/state.rs
+	// Herdr 0.8.2 (1c76079f) and 0.9 (9bc1ee28, the same loop):
+	// src/cli/agent.rs wait_for_named_agent and src/terminal/state.rs
 	// (begin_managed_agent; tests/cli/agents.rs
 	// agent_start_follows_its_named_terminal_when_the_pane_moves gets the
 	// named agent while its start still waits). Until the settle delay has
@@ -621,7 +677,8 @@ func TestContract(t *testing.T) {
 		}
 	})
 
-	// Herdr: tests/cli/agents.rs agent_start_and_rename_reject_invalid_names.
+	// Herdr 0.8.2 (1c76079f) and 0.9 (9bc1ee28): tests/cli/agents.rs
+	// agent_start_and_rename_reject_invalid_names.
 	t.Run("agent start rejects invalid names", func(t *testing.T) {
 		h.t = t
 		tab, pane, _ := h.newTab("names")
@@ -632,7 +689,8 @@ func TestContract(t *testing.T) {
 		}
 	})
 
-	// Herdr: tests/cli/agents.rs agent_commands_work (its first part). A
+	// Herdr 0.8.2 (1c76079f) and 0.9 (9bc1ee28): tests/cli/agents.rs
+	// agent_commands_work (its first part). A
 	// report names an agent in a plain shell pane, but no agent process
 	// runs there, so the prompt must not reach the shell.
 	t.Run("a reported agent in a shell pane takes no prompt", func(t *testing.T) {
@@ -657,7 +715,8 @@ func TestContract(t *testing.T) {
 		h.usage("pane", "report-agent", pane, "--source", "custom:test", "--agent", "pi")
 	})
 
-	// Facets' own, from the order of src/app/agents.rs start_agent (name,
+	// Facets' own, for 0.8.2 (1c76079f) and 0.9 (src/cli/agent.rs at
+	// 9bc1ee28), from the order of src/app/agents.rs start_agent (name,
 	// arguments, name taken, pane, busy, unavailable, the pane's shell,
 	// timeout) behind the CLI's usage checks (src/cli/agent.rs
 	// agent_start), with the shell waited for first so --timeout 3000 meets
@@ -724,10 +783,13 @@ func TestContract(t *testing.T) {
 
 // TestContractShellStartup: agent start on a pane whose shell is still
 // starting. Each case starts its own server whose shell sleeps first.
-func TestContractShellStartup(t *testing.T) {
-	// Herdr: tests/cli/agents.rs agent_start_waits_for_a_new_pane_shell_to_finish_initializing.
+func TestContractShellStartup(t *testing.T) { forEachHerdr(t, contractShellStartup) }
+
+func contractShellStartup(t *testing.T, opts serverOptions) {
+	// Herdr 0.8.2 (1c76079f) and 0.9 (9bc1ee28): tests/cli/agents.rs
+	// agent_start_waits_for_a_new_pane_shell_to_finish_initializing.
 	t.Run("agent start waits for a new pane's shell", func(t *testing.T) {
-		h := newContractServer(t, serverOptions{shellDelay: 400 * time.Millisecond})
+		h := newContractServer(t, with(opts, func(o *serverOptions) { o.shellDelay = 400 * time.Millisecond }))
 		seed, _ := h.newWorkspace()
 		_, pane := h.newWorkspace("--no-focus")
 		r := h.ok("agent", "start", "worker", "--kind", "pi", "--pane", pane, "--timeout", "8000", "--", "--no-context-files", "--no-skills", "--no-extensions")
@@ -740,25 +802,27 @@ func TestContractShellStartup(t *testing.T) {
 			}
 		}
 	})
-	// Herdr: tests/cli/agents.rs agent_start_stops_retrying_when_the_pane_shell_stays_busy
+	// Herdr 0.8.2 (1c76079f) and 0.9 (9bc1ee28): tests/cli/agents.rs
+	// agent_start_stops_retrying_when_the_pane_shell_stays_busy
 	// (without its timing bounds). Its shell sleeps 2.3 s against the
 	// CLI's 2 s of retries; 3 s leaves the first call a margin on a loaded
 	// machine, and the second still finds the shell within its retries.
 	t.Run("agent start stops retrying a shell that stays busy", func(t *testing.T) {
-		h := newContractServer(t, serverOptions{shellDelay: 3 * time.Second})
+		h := newContractServer(t, with(opts, func(o *serverOptions) { o.shellDelay = 3 * time.Second }))
 		_, pane := h.newWorkspace()
 		h.fails("agent_pane_busy", "agent", "start", "worker", "--kind", "pi", "--pane", pane, "--timeout", "8000")
 		if r := h.ok("agent", "start", "worker", "--kind", "pi", "--pane", pane, "--timeout", "8000"); r["type"] != "agent_started" {
 			t.Errorf("second agent start = %v", r)
 		}
 	})
-	// Facets' own, from src/cli/agent.rs agent_start: a --timeout of 3000
+	// Facets' own, from src/cli/agent.rs agent_start (1c76079f and
+	// 9bc1ee28, PANE_SHELL_READINESS_RETRY_TIMEOUT 2 s in both): a --timeout of 3000
 	// is not retried, so while the shell is still starting the answer is
 	// agent_pane_busy at once (the shell sleeps 1.5 s: the first call must
 	// come sooner), and the same call once the shell is up answers
 	// invalid_agent_timeout.
 	t.Run("timeout 3000 meets the busy shell first", func(t *testing.T) {
-		h := newContractServer(t, serverOptions{shellDelay: 1500 * time.Millisecond})
+		h := newContractServer(t, with(opts, func(o *serverOptions) { o.shellDelay = 1500 * time.Millisecond }))
 		_, pane := h.newWorkspace()
 		h.fails("agent_pane_busy", "agent", "start", "worker", "--kind", "pi", "--pane", pane, "--timeout", "3000")
 		h.waitForShell(pane)
@@ -766,12 +830,16 @@ func TestContractShellStartup(t *testing.T) {
 	})
 }
 
-// TestContractStartTimeout follows tests/cli/agents.rs
+// TestContractStartTimeout follows, in 0.8.2 (1c76079f) and 0.9 (9bc1ee28),
+// tests/cli/agents.rs
 // agent_start_timeout_releases_the_name_for_reuse (with a second tab where
 // Herdr's test splits the pane): a pi that Herdr never detects ends agent
 // start in timeout, and the name is free again at once.
-func TestContractStartTimeout(t *testing.T) {
-	h := newContractServer(t, serverOptions{undetectedPi: true})
+func TestContractStartTimeout(t *testing.T) { forEachHerdr(t, contractStartTimeout) }
+
+func contractStartTimeout(t *testing.T, opts serverOptions) {
+	opts.undetectedPi = true
+	h := newContractServer(t, opts)
 	h.ws, _ = h.newWorkspace()
 	_, pane, _ := h.newTab("start")
 	_, reuse, _ := h.newTab("reuse")
@@ -785,7 +853,8 @@ func TestContractStartTimeout(t *testing.T) {
 	if r := h.ok("agent", "rename", reuse, "worker"); str(r["agent"], "name") != "worker" {
 		t.Errorf("agent rename after the timed-out start = %v", r)
 	}
-	// Herdr: tests/cli/agents.rs agent_start_and_rename_reject_invalid_names (the rename half).
+	// Herdr 0.8.2 and 0.9: tests/cli/agents.rs
+	// agent_start_and_rename_reject_invalid_names (the rename half).
 	const want = "agent name must start with a lowercase letter and contain only lowercase letters, digits, '-' or '_' (1-32 characters)"
 	if msg := h.fails("invalid_agent_name", "agent", "rename", reuse, "reviewer one"); msg != want {
 		t.Errorf("message %q, want %q", msg, want)
@@ -799,4 +868,10 @@ func mustRun(h *contractHerdr, args ...string) string {
 		h.t.Fatalf("herdr %s: exit %d: %s", strings.Join(args, " "), code, errs)
 	}
 	return out
+}
+
+// with returns opts changed by set, for one server of a case.
+func with(opts serverOptions, set func(*serverOptions)) serverOptions {
+	set(&opts)
+	return opts
 }

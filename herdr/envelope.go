@@ -105,6 +105,13 @@ func (v Version) Less(w Version) bool {
 // a task could be typed into that dialog.
 var MinVersion = Version{0, 8, 2}
 
+// NewestModelled is the newest Herdr release whose command line Facets
+// follows. A newer release is used as this one, with a warning.
+var NewestModelled = Version{0, 9, 3}
+
+// SupportedVersions names the Herdr releases Facets drives, for messages.
+const SupportedVersions = "Herdr 0.8.2 or 0.9.0 to 0.9.3"
+
 // minVersionReason is said with every too-old error.
 const minVersionReason = "older releases can count a Pi blocked on a startup dialog as ready and type the task into that dialog, and do not retry agent start while a new tab's shell starts"
 

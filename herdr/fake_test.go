@@ -3,6 +3,7 @@ package herdr
 import (
 	"testing"
 
+	"github.com/facets-dev/facets/internal/fakeherdr"
 	"github.com/facets-dev/facets/internal/herdrtest"
 	"github.com/facets-dev/facets/internal/surfacetest"
 	"github.com/facets-dev/facets/runtime/surface"
@@ -35,9 +36,17 @@ func newFixture(t *testing.T, extraEnv ...string) *fixture {
 	return &fixture{Fake: fake, t: t, cli: &CLI{Runner: ExecRunner{Env: fake.Env}, Getenv: fake.Getenv}}
 }
 
-// TestSurfaceContract: the Herdr adapter, against the fake Herdr, answers
-// the contract the runtime relies on (tmux's adapter answers the same one
-// against the real tmux).
+// TestSurfaceContract: the Herdr adapter, against the fake Herdr as 0.8.2
+// and as the 0.9 line, answers the contract the runtime relies on (tmux's
+// adapter answers the same one against the real tmux).
 func TestSurfaceContract(t *testing.T) {
-	surfacetest.Run(t, func(t *testing.T) surface.Surface { return newFixture(t).cli }, []string{"--no-session"})
+	for _, v := range []string{fakeherdr.Version082, fakeherdr.Version09} {
+		t.Run("herdr "+v, func(t *testing.T) {
+			surfacetest.Run(t, func(t *testing.T) surface.Surface {
+				f := newFixture(t)
+				f.SetControl(fakeControl{Version: v})
+				return f.cli
+			}, []string{"--no-session"})
+		})
+	}
 }

@@ -7,10 +7,14 @@ package fakectl
 // Control is the test's script for the fake herdr, read from control.json:
 // which commands fail, hang or answer malformed output, and how agents behave.
 type Control struct {
-	// Version printed by --version and reported by status server.
+	// Version printed by --version, and the Herdr the fake answers as:
+	// 0.8.2 (the default) or, from 0.9.0, the 0.9 line.
 	Version string `json:"version,omitempty"`
-	// Protocol is the wire protocol status server reports (default 20, the
-	// protocol of Herdr 0.8.2; 0.9.0 speaks 22).
+	// ServerVersion is the running server's version when it differs from
+	// the herdr binary's (an update that did not restart the server).
+	ServerVersion string `json:"server_version,omitempty"`
+	// Protocol overrides the wire protocol of both (by default 20 up to
+	// 0.8, 22 from 0.9).
 	Protocol int `json:"protocol,omitempty"`
 	// ExtraFields adds fields this Facets does not know to every answer
 	// object, as a newer Herdr would.

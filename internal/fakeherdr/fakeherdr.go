@@ -2,8 +2,8 @@
 // its whole command line. internal/herdrtest runs it as "herdr" by
 // re-executing the test binary, so the fake is linked into every test that
 // uses it and a change to the fake is a change to that test's inputs (go
-// test's cache cannot serve a stale result). It follows the command-line contract of Herdr 0.8.2 described in
-// herdr/README.md for the commands Facets uses, keeps its state in the
+// test's cache cannot serve a stale result). It follows the command-line contract of Herdr 0.8.2, or of the
+// 0.9 line when a test asks for it, described in herdr/README.md for the commands Facets uses, keeps its state in the
 // directory named by FAKEHERDR_STATE, appends every call to calls.jsonl there,
 // and reads failure knobs from control.json (internal/fakectl) in the same
 // directory.
@@ -33,10 +33,27 @@ import (
 	"github.com/facets-dev/facets/internal/fakectl"
 )
 
+// The Herdr releases the fake answers as, chosen per test by the version
+// knob: Version082 (the default) follows herdrdev/herdr at 1c76079f, the
+// 0.8.2 line, and Version09, or any newer version, follows the 0.9 line
+// (wire protocol 22) as herdr/README.md describes.
 const (
-	defaultVersion = "0.8.2"
-	protocol       = 20
+	Version082 = "0.8.2"
+	Version09  = "0.9.3"
 )
+
+// lineProtocol is the wire protocol of version's release line: 20 up to
+// 0.8, 22 from 0.9 (src/protocol/wire.rs PROTOCOL_VERSION in each line).
+func lineProtocol(version string) int {
+	major, rest, _ := strings.Cut(version, ".")
+	minor, _, _ := strings.Cut(rest, ".")
+	if major == "0" {
+		if n, err := strconv.Atoi(minor); err == nil && n <= 8 {
+			return 20
+		}
+	}
+	return 22
+}
 
 // cliError is how a command fails: a usage error (exit 2, plain text) or a
 // server error envelope (exit 1, JSON on stderr).
@@ -359,15 +376,12 @@ func dispatch(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliE
 	if len(args) == 0 {
 		return nil, usage("fakeherdr: starting the TUI is not supported")
 	}
-	version := ctl.Version
-	if version == "" {
-		version = defaultVersion
-	}
+	r := releaseOf(ctl)
 	switch args[0] {
 	case "--version", "-V":
-		return rawText("herdr " + version + "\n"), nil
+		return rawText("herdr " + r.client + "\n"), nil
 	case "status":
-		return statusCommand(args[1:], ctl, version)
+		return statusCommand(args[1:], ctl, r)
 	case "tab", "agent", "pane", "workspace":
 	default:
 		return nil, usage("unknown command: %s\nrun 'herdr --help' for usage", args[0])
@@ -378,8 +392,8 @@ func dispatch(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliE
 	switch {
 	case ctl.Server == "not_running" || !serverAnswers():
 		return nil, serverErr("server_not_running", "no herdr server is running at %s; run `herdr` to start or attach it", socketPath())
-	case ctl.Server == "incompatible":
-		return nil, serverErr("protocol_mismatch", "herdr server protocol %d does not match client protocol %d", wireProtocol(ctl)-1, wireProtocol(ctl))
+	case !r.compatible():
+		return nil, serverErr("protocol_mismatch", "herdr server protocol %d does not match client protocol %d", r.serverProtocol, r.clientProtocol)
 	}
 	rest := args[2:]
 	switch args[0] + " " + args[1] {
@@ -415,13 +429,41 @@ func dispatch(args []string, st *fakectl.State, ctl fakectl.Control) (any, *cliE
 	return nil, usage("unknown %s command: %s", args[0], args[1])
 }
 
-// wireProtocol is the protocol the fake speaks (Herdr 0.8.2: 20).
-func wireProtocol(ctl fakectl.Control) int {
-	if ctl.Protocol > 0 {
-		return ctl.Protocol
-	}
-	return protocol
+// release is the Herdr a call plays: this herdr binary (client) and the
+// server it reaches, each with its version and wire protocol.
+type release struct {
+	client, server                 string
+	clientProtocol, serverProtocol int
 }
+
+// releaseOf reads the version knobs: version (default Version082) is the
+// client's and, unless server_version names another, the server's;
+// protocol overrides both protocols, and server "incompatible" makes the
+// server's one lower.
+func releaseOf(ctl fakectl.Control) release {
+	r := release{client: ctl.Version, server: ctl.ServerVersion}
+	if r.client == "" {
+		r.client = Version082
+	}
+	if r.server == "" {
+		r.server = r.client
+	}
+	r.clientProtocol, r.serverProtocol = lineProtocol(r.client), lineProtocol(r.server)
+	if ctl.Protocol > 0 {
+		r.clientProtocol, r.serverProtocol = ctl.Protocol, ctl.Protocol
+	}
+	if ctl.Server == "incompatible" {
+		r.serverProtocol = r.clientProtocol - 1
+	}
+	return r
+}
+
+// compatible is herdr's protocol guard: the CLI drives only a server of its
+// own wire protocol (src/cli/protocol_guard.rs in 0.8.2).
+func (r release) compatible() bool { return r.clientProtocol == r.serverProtocol }
+
+// line09 reports whether the client follows the 0.9 line.
+func (r release) line09() bool { return lineProtocol(r.client) >= 22 }
 
 // serverPIDFile marks a state directory whose server was started with
 // `herdr server`; from then on the CLI answers only while that server
@@ -530,7 +572,7 @@ func socketPath() string {
 	return filepath.Join(os.Getenv("FAKEHERDR_STATE"), "herdr.sock")
 }
 
-func statusCommand(args []string, ctl fakectl.Control, version string) (any, *cliError) {
+func statusCommand(args []string, ctl fakectl.Control, r release) (any, *cliError) {
 	if len(args) == 0 || args[0] != "server" {
 		return nil, usage("herdr status commands:\n  herdr status server [--json]  show running server status")
 	}
@@ -543,29 +585,42 @@ func statusCommand(args []string, ctl fakectl.Control, version string) (any, *cl
 		return nil, usage("usage: herdr status server [--json]")
 	}
 	running := ctl.Server != "not_running" && serverAnswers()
-	compatible := ctl.Server != "incompatible"
-	// Field order and names follow herdr's ServerStatusJson.
+	compatible := r.compatible()
+	// Field order and names follow herdr's ServerStatusJson (src/cli/status.rs
+	// at 1c76079f); 0.9 adds endpoint_compatible and server_binary_stale
+	// (tests/cli/sessions.rs status_commands_report_client_and_server_versions
+	// of the 0.9 line). Its capabilities are not modelled: Facets does not
+	// read them.
 	type status struct {
-		Status        string  `json:"status"`
-		Running       bool    `json:"running"`
-		Version       *string `json:"version"`
-		Protocol      *int    `json:"protocol"`
-		Capabilities  any     `json:"capabilities"`
-		Compatible    *bool   `json:"compatible"`
-		Socket        string  `json:"socket"`
-		Session       *string `json:"session"`
-		RestartNeeded *bool   `json:"restart_needed"`
+		Status             string  `json:"status"`
+		Running            bool    `json:"running"`
+		Version            *string `json:"version"`
+		Protocol           *int    `json:"protocol"`
+		Capabilities       any     `json:"capabilities"`
+		Compatible         *bool   `json:"compatible"`
+		EndpointCompatible *bool   `json:"endpoint_compatible,omitempty"`
+		Socket             string  `json:"socket"`
+		Session            *string `json:"session"`
+		RestartNeeded      *bool   `json:"restart_needed"`
+		ServerBinaryStale  *bool   `json:"server_binary_stale,omitempty"`
 	}
 	s := status{Status: "not_running", Socket: socketPath()}
 	no := false
 	s.RestartNeeded = &no
+	if r.line09() {
+		s.ServerBinaryStale = &no
+	}
+	// A 0.9 client shows a 0.8 server as not endpoint-compatible: 0.8.2
+	// has no endpoint contract (src/protocol/endpoint.rs, generation 1).
+	endpoint := lineProtocol(r.server) >= 22
 	if running {
-		p := wireProtocol(ctl)
-		if !compatible {
-			p--
+		p := r.serverProtocol
+		s.Status, s.Running, s.Version, s.Protocol, s.Compatible = "running", true, &r.server, &p, &compatible
+		if r.line09() {
+			s.EndpointCompatible = &endpoint
+		} else {
+			s.Capabilities = map[string]any{"live_handoff": true, "detached_server_daemon": true}
 		}
-		s.Status, s.Running, s.Version, s.Protocol, s.Compatible = "running", true, &version, &p, &compatible
-		s.Capabilities = map[string]any{"live_handoff": true, "detached_server_daemon": true}
 	}
 	if asJSON {
 		return plainJSON{s}, nil
@@ -573,12 +628,20 @@ func statusCommand(args []string, ctl fakectl.Control, version string) (any, *cl
 	if !running {
 		return rawText("status: not running\nsocket: " + s.Socket + "\n"), nil
 	}
-	compat := "yes"
-	if !compatible {
-		compat = "no"
+	yes := func(b bool) string {
+		if b {
+			return "yes"
+		}
+		return "no"
+	}
+	if r.line09() {
+		// As herdr 0.9.3 prints it: the private protocol is the one the
+		// CLI's requests need.
+		return rawText(fmt.Sprintf("status: running\nversion: %s\nendpoint_compatible: %s\nprivate_protocol: %d\nprivate_protocol_compatible: %s\nsocket: %s\n",
+			r.server, yes(endpoint), *s.Protocol, yes(compatible), s.Socket)), nil
 	}
 	return rawText(fmt.Sprintf("status: running\nversion: %s\nprotocol: %d\ncompatible: %s\nsocket: %s\n",
-		version, *s.Protocol, compat, s.Socket)), nil
+		r.server, *s.Protocol, yes(compatible), s.Socket)), nil
 }
 
 // flagValue takes the value of the flag at args[i].

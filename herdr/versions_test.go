@@ -1,0 +1,110 @@
+package herdr
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/facets-dev/facets/internal/fakeherdr"
+	"github.com/facets-dev/facets/runtime/surface"
+)
+
+// TestHerdrVersions: the adapter drives Herdr 0.8.2 and the 0.9 line
+// alike, each as the fake answers in that version's mode, and says so when
+// the Herdr it finds is newer than the newest it follows.
+func TestHerdrVersions(t *testing.T) {
+	cases := []struct {
+		name, client, server string
+		protocol             int    // what status server must report
+		warn                 string // "" when no warning is due
+	}{
+		{name: "0.8.2", client: fakeherdr.Version082, protocol: 20},
+		{name: "0.9.0", client: "0.9.0", protocol: 22},
+		{name: "newest modelled", client: fakeherdr.Version09, protocol: 22},
+		{name: "0.9 preview", client: "0.9.0-preview.2026-09-09-b9ce9686", protocol: 22},
+		// 0.9 lets a client drive a server of another 0.9 release.
+		{name: "0.9 client, older 0.9 server", client: fakeherdr.Version09, server: "0.9.0", protocol: 22},
+		{name: "newer 0.9", client: "0.9.4", protocol: 22, warn: "Herdr 0.9.4 is newer than 0.9.3"},
+		{name: "newer server only", client: "0.9.0", server: "0.9.4", protocol: 22, warn: "Herdr 0.9.4 is newer than 0.9.3"},
+		{name: "1.0.0", client: "1.0.0", protocol: 22, warn: "Herdr 1.0.0 is newer than 0.9.3"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.SetControl(fakeControl{Version: tc.client, ServerVersion: tc.server, ExtraFields: true})
+			if out := f.Run("status", "server", "--json"); !strings.Contains(out, `"protocol":`+strconv.Itoa(tc.protocol)) {
+				t.Fatalf("the fake's status server = %s, want protocol %d", out, tc.protocol)
+			}
+			var warn bytes.Buffer
+			f.cli.Warn = &warn
+			ctx := context.Background()
+			if err := f.cli.Check(ctx); err != nil {
+				t.Fatalf("Check: %v", err)
+			}
+			switch got := warn.String(); {
+			case tc.warn == "" && got != "":
+				t.Errorf("Check warned %q, want no warning", got)
+			case tc.warn != "" && (!strings.Contains(got, tc.warn) || strings.Count(got, "\n") != 1):
+				t.Errorf("Check warned %q, want one line saying %q", got, tc.warn)
+			}
+			h, err := f.cli.CreateTab(ctx, TabSpec{Cwd: t.TempDir(), Title: "versions"})
+			if err != nil {
+				t.Fatalf("CreateTab: %v", err)
+			}
+			if err := f.cli.ReportMetadata(ctx, h, Metadata{MainSession: "m", RunID: testRunID, Profile: "p"}); err != nil {
+				t.Fatalf("ReportMetadata: %v", err)
+			}
+			if h, err = f.cli.StartAgent(ctx, h, AgentSpec{Name: surface.AgentName(testRunID)}); err != nil {
+				t.Fatalf("StartAgent: %v", err)
+			}
+			if _, err := f.cli.Prompt(ctx, h, "hello"); err != nil {
+				t.Fatalf("Prompt: %v", err)
+			}
+			if _, err := f.cli.State(ctx, h); err != nil {
+				t.Fatalf("State: %v", err)
+			}
+			if ex, err := f.cli.Owned(ctx, h, testRunID); ex != TabPresent || err != nil {
+				t.Fatalf("Owned = %v, %v", ex, err)
+			}
+			if err := f.cli.CloseTab(ctx, h); err != nil {
+				t.Fatalf("CloseTab: %v", err)
+			}
+			if ex, err := f.cli.TabExists(ctx, h.TabID); ex != TabGone || err != nil {
+				t.Fatalf("TabExists after close = %v, %v", ex, err)
+			}
+		})
+	}
+}
+
+// TestHerdrAcrossLines: a 0.9 herdr refuses a 0.8 server and 0.8.2 a 0.9
+// server (another wire protocol), so Check refuses the pair, naming both
+// versions, before any tab is opened.
+func TestHerdrAcrossLines(t *testing.T) {
+	for _, tc := range []struct{ client, server string }{
+		{fakeherdr.Version09, fakeherdr.Version082},
+		{fakeherdr.Version082, fakeherdr.Version09},
+	} {
+		t.Run(tc.client+" against "+tc.server, func(t *testing.T) {
+			f := newFixture(t)
+			f.SetControl(fakeControl{Version: tc.client, ServerVersion: tc.server})
+			err := f.cli.Check(context.Background())
+			if err == nil {
+				t.Fatal("Check succeeded")
+			}
+			want := "herdr " + tc.client + " cannot drive the running Herdr " + tc.server + " server"
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("Check = %v; want it to say %q", err, want)
+			}
+			if got := f.Commands(); !slices.Equal(got, []string{"--version", "status server"}) {
+				t.Errorf("calls = %v, want only the checks", got)
+			}
+			// herdr itself refuses the pair too.
+			if _, err := f.cli.CreateTab(context.Background(), TabSpec{Cwd: t.TempDir(), Title: "x"}); !hasCode(err, "protocol_mismatch") {
+				t.Errorf("CreateTab = %v, want protocol_mismatch", err)
+			}
+		})
+	}
+}
