@@ -3,6 +3,7 @@ package subs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -401,5 +402,24 @@ func TestResumeReopensWorktree(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(p, "r.txt")); err != nil {
 		t.Errorf("the resumed worktree lacks the branch's commit: %v", err)
+	}
+}
+
+// BenchmarkKeptWorktrees is what a starting Main pays to count kept
+// worktrees: 100 run records in 20 Main sessions (docs/performance.md).
+func BenchmarkKeptWorktrees(b *testing.B) {
+	s := Store{Dir: b.TempDir()}
+	w := &worktree.Worktree{Repo: "/r", CommonDir: "/r/.git", Path: "/w", Branch: "facets/p/x", Base: "abc"}
+	for m := range 20 {
+		for r := range 5 {
+			if err := s.SaveRun(&Run{Version: RunVersion, RunID: fmt.Sprintf("r%d-%d", m, r), MainSessionID: fmt.Sprintf("main%d", m), ClosedAt: 1, Worktree: w}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for b.Loop() {
+		if n, err := s.KeptWorktrees(); err != nil || n != 100 {
+			b.Fatalf("%d, %v", n, err)
+		}
 	}
 }
