@@ -84,12 +84,7 @@ func (rt *Runtime) makeWorktree(ctx context.Context, plan *plannedWorktree, run 
 	if rt.WorktreeDir == "" {
 		return "", nil, errors.New("delegate: no worktree directory configured")
 	}
-	branch := worktree.BranchName(run.ProfileName, short(run.RunID))
-	if rt.Git.BranchExists(ctx, plan.repo, branch) {
-		// Someone made this branch already (the short id is 8 hex digits):
-		// the full run id is unique.
-		branch = worktree.BranchName(run.ProfileName, run.RunID)
-	}
+	branch := chooseBranch(run.ProfileName, run.RunID, func(b string) bool { return rt.Git.BranchExists(ctx, plan.repo, b) })
 	w, err := rt.Git.Create(ctx, plan.repo, rt.worktreePath(plan.repo, run.RunID), branch)
 	if err != nil {
 		return "", nil, fmt.Errorf("delegate: %w", err)
@@ -113,6 +108,16 @@ func (rt *Runtime) makeWorktree(ctx context.Context, plan *plannedWorktree, run 
 		notes = append(notes, err.Error())
 	}
 	return filepath.Join(w.Path, plan.repo.Prefix), notes, nil
+}
+
+// chooseBranch is facets/<profile>/<run8>, or with the full run id when a
+// branch of the short name exists already (8 hex digits can collide; a
+// user may have made it).
+func chooseBranch(profile, runID string, exists func(string) bool) string {
+	if b := worktree.BranchName(profile, short(runID)); !exists(b) {
+		return b
+	}
+	return worktree.BranchName(profile, runID)
 }
 
 func headName(r worktree.Repo) string {

@@ -423,3 +423,20 @@ func BenchmarkKeptWorktrees(b *testing.B) {
 		}
 	}
 }
+
+func TestChooseBranch(t *testing.T) {
+	const id = "0192a0b1-aaaa-bbbb"
+	for _, tc := range []struct {
+		taken []string
+		want  string
+	}{
+		{nil, "facets/writer/0192a0b1"},
+		{[]string{"facets/writer/0192a0b1"}, "facets/writer/" + id},
+		{[]string{"facets/other/0192a0b1"}, "facets/writer/0192a0b1"},
+	} {
+		got := chooseBranch("writer", id, func(b string) bool { return slices.Contains(tc.taken, b) })
+		if got != tc.want {
+			t.Errorf("taken %q: chose %q, want %q", tc.taken, got, tc.want)
+		}
+	}
+}
