@@ -89,6 +89,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts ServeOptions) 
 	s := &server{opts: opts, receipts: channel.NewMemoryReceipts(), out: json.NewEncoder(out),
 		chans: map[string]*channel.Channel{}, reported: map[string]bool{}}
 	s.out.SetEscapeHTML(false)
+	var presenceErr error
 	switch opts.Role {
 	case "main":
 		s.dir = channel.ToMain
@@ -103,6 +104,14 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts ServeOptions) 
 		}
 		s.sub = c
 		s.chans[c.Manifest().RunID] = c
+		// Held for the process's life: facets gc and the slot count read
+		// a free lock as a Sub that is gone.
+		release, err := c.HoldPresence()
+		if err != nil {
+			presenceErr = err
+		} else {
+			defer release()
+		}
 	default:
 		return fmt.Errorf("serve: unknown role %q (want main or sub)", opts.Role)
 	}
@@ -114,6 +123,9 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts ServeOptions) 
 	}
 	s.w = w
 	defer w.Close()
+	if presenceErr != nil {
+		s.problem(presenceErr.Error())
+	}
 	if s.sub != nil {
 		// The runtime removes a Sub's channel only once its run is closed,
 		// so for a Sub the removal is its close, whenever it comes.

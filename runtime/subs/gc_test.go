@@ -1,0 +1,381 @@
+package subs
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/facets-dev/facets/runtime/channel"
+)
+
+const otherMain = "main-session-2"
+
+// gcScene is what a crash leaves behind, one of each kind, beside a live
+// Sub: its run ids by role, and the files each leftover's archive must hold.
+type gcScene struct {
+	f *fixture
+	// exited: its Sub took the presence lock and died; live: its Sub holds
+	// it; gone: its tab was closed by hand; unsure: its surface cannot be
+	// reached; rebooted: its channel is gone (a persistent Sub); orphan: a
+	// channel whose record is gone.
+	exited, live, gone, unsure, rebooted, orphan string
+	binding                                      string
+	// inbox holds every inbox file of the leftover channels, by run id and
+	// then by "<direction>/<name>", as it was before gc.
+	inbox map[string]map[string][]byte
+}
+
+func newGCScene(t *testing.T) *gcScene {
+	f := newFixture(t)
+	s := &gcScene{f: f, inbox: map[string]map[string][]byte{}}
+	rt := f.runtime()
+	s.exited = f.delegate(mainID, "writer", "exited").RunID
+	s.live = f.delegate(mainID, "writer", "live").RunID
+	s.gone = f.delegate(mainID, "writer", "gone").RunID
+	s.unsure = f.delegate(mainID, "writer", "unsure").RunID
+	s.rebooted = f.delegate(otherMain, "reviewer", "rebooted").RunID
+	s.orphan = f.delegate(otherMain, "writer", "orphan").RunID
+
+	// The exited Sub ran (it held its presence lock) and left messages in
+	// both directions, a corrupt file and a refused replay.
+	exited := f.sub(s.exited)
+	release, err := exited.HoldPresence()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exited.Send(channel.ToMain, "report from the Sub\n\x00bytes"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Talk(mainID, s.exited, "a question the Sub never read"); err != nil {
+		t.Fatal(err)
+	}
+	inbox := filepath.Join(f.run(s.exited).ChannelDir, "to-main")
+	os.WriteFile(filepath.Join(inbox, "corrupt.json"), []byte("{not json"), 0o600)
+	os.WriteFile(filepath.Join(inbox, "old.json"+channel.AsideSuffix), []byte(`{"replayed":true}`), 0o600)
+	release()
+
+	// The live Sub holds its lock for the whole test, and has a message.
+	liveRelease, err := f.sub(s.live).HoldPresence()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(liveRelease)
+	if _, err := rt.Talk(mainID, s.live, "for the live Sub"); err != nil {
+		t.Fatal(err)
+	}
+
+	// Someone closed the gone Sub's tab by hand; its Sub never started.
+	f.Run("tab", "close", f.pane(s.gone).TabID)
+
+	// The unsure run lives in a surface this facets cannot reach.
+	r := f.run(s.unsure)
+	r.Surface.Adapter = "elsewhere"
+	if err := rt.Store.SaveRun(r); err != nil {
+		t.Fatal(err)
+	}
+
+	// The rebooted persistent Sub had recorded its session, then lost its
+	// channel.
+	rb, _, _ := rt.Store.LoadRun(otherMain, s.rebooted)
+	rb.SubSessionID, rb.SubSessionFile = "0192a0b1-aaaa", "/sessions/x.jsonl"
+	if err := rt.Store.SaveRun(rb); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(rb.ChannelDir); err != nil {
+		t.Fatal(err)
+	}
+
+	// The orphan's record is gone; its Sub left a message for the Main.
+	or, _, _ := rt.Store.LoadRun(otherMain, s.orphan)
+	och, err := channel.OpenOwned(or.ChannelDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := och.Send(channel.ToMain, "orphaned report"); err != nil {
+		t.Fatal(err)
+	}
+	och.Close()
+	f.Run("tab", "close", f.pane(s.orphan).TabID)
+	if err := rt.Store.DeleteRun(otherMain, s.orphan); err != nil {
+		t.Fatal(err)
+	}
+
+	// A binding to a run that no longer exists.
+	s.binding = "0000dead"
+	if err := rt.Store.SaveBinding(Binding{MainSessionID: mainID, ProfileName: "release", RunID: s.binding}); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, id := range []string{s.exited, s.orphan} {
+		dir := filepath.Join(f.dir, "run", channel.Safe(mainID), id)
+		if id == s.orphan {
+			dir = filepath.Join(f.dir, "run", channel.Safe(otherMain), id)
+		}
+		s.inbox[id] = inboxFiles(t, dir)
+	}
+	f.now = time.Now().Add(time.Hour) // past the orphan grace
+	return s
+}
+
+// inboxFiles reads every file of a channel's two inboxes.
+func inboxFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for _, d := range []string{"to-main", "to-sub"} {
+		entries, err := os.ReadDir(filepath.Join(dir, d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			data, err := os.ReadFile(filepath.Join(dir, d, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[d+"/"+e.Name()] = data
+		}
+	}
+	return out
+}
+
+type found struct {
+	Kind LeftoverKind
+	ID   string
+}
+
+func (s *gcScene) want() []found {
+	return []found{
+		{LeftoverSubExited, s.exited},
+		{LeftoverSurfaceGone, s.gone},
+		{LeftoverUncertain, s.unsure},
+		{LeftoverStaleBinding, s.binding},
+		{LeftoverNoChannel, s.rebooted},
+		{LeftoverOrphanChannel, s.orphan},
+	}
+}
+
+func kinds(c Collection) []found {
+	var out []found
+	for _, l := range c.Leftovers {
+		out = append(out, found{l.Kind, l.RunID})
+	}
+	return out
+}
+
+func sortFound(f []found) []found {
+	slices.SortFunc(f, func(a, b found) int { return strings.Compare(string(a.Kind)+a.ID, string(b.Kind)+b.ID) })
+	return f
+}
+
+// TestGcDryRunListsEachLeftoverWithItsReason: the dry run finds exactly
+// the leftovers, says why, and changes nothing.
+func TestGcDryRunListsEachLeftoverWithItsReason(t *testing.T) {
+	s := newGCScene(t)
+	before := tree(t, filepath.Join(s.f.dir, "state"))
+	beforeRun := tree(t, filepath.Join(s.f.dir, "run"))
+	c, err := s.f.runtime().GC(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(sortFound(s.want()), sortFound(kinds(c))); diff != "" {
+		t.Errorf("leftovers (-want +got):\n%s", diff)
+	}
+	reasons := map[LeftoverKind]string{
+		LeftoverSubExited:     "its Sub process ended without closing the run (nothing holds ",
+		LeftoverSurfaceGone:   "herdr says tab ",
+		LeftoverUncertain:     "run " + s.unsure + " lives in elsewhere, which this facets cannot reach",
+		LeftoverStaleBinding:  "profile release is bound to run 0000dead, which no longer exists",
+		LeftoverNoChannel:     "its channel ",
+		LeftoverOrphanChannel: "no run record names this channel and no Sub process holds it",
+	}
+	for _, l := range c.Leftovers {
+		if !strings.HasPrefix(l.Reason, reasons[l.Kind]) || l.Action == "" || l.Released || l.Archive != "" {
+			t.Errorf("%s %s: reason %q action %q released %v archive %q", l.Kind, l.RunID, l.Reason, l.Action, l.Released, l.Archive)
+		}
+	}
+	if !strings.Contains(c.Text(), "6 Facets leftover(s) (dry run") {
+		t.Errorf("text:\n%s", c.Text())
+	}
+	if diff := cmp.Diff(before, tree(t, filepath.Join(s.f.dir, "state"))); diff != "" {
+		t.Errorf("the dry run changed the state dir (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(beforeRun, tree(t, filepath.Join(s.f.dir, "run"))); diff != "" {
+		t.Errorf("the dry run changed channels (-before +after):\n%s", diff)
+	}
+	if n := s.f.runtime().Store.CountLeftovers(filepath.Join(s.f.dir, "run"), s.f.now); n != 4 {
+		t.Errorf("startup count = %d, want 4 (exited, rebooted, orphan, binding: the ones files alone show)", n)
+	}
+}
+
+// TestGcApplyReleasesAndArchives: --apply releases every leftover but the
+// uncertain one, every unreceived file is in the archive byte for byte,
+// the live run is untouched, and a second gc finds only the uncertain run.
+func TestGcApplyReleasesAndArchives(t *testing.T) {
+	s := newGCScene(t)
+	liveRun := s.f.run(s.live)
+	liveFiles := tree(t, liveRun.ChannelDir)
+	c, err := s.f.runtime().GC(context.Background(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.check(t, c.Leftovers)
+	if diff := cmp.Diff(liveRun, s.f.run(s.live)); diff != "" {
+		t.Errorf("live run record changed (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(liveFiles, tree(t, liveRun.ChannelDir)); diff != "" {
+		t.Errorf("live channel changed (-want +got):\n%s", diff)
+	}
+	if !slices.Contains(s.f.subTabs(), s.f.pane(s.live).TabID) {
+		t.Errorf("the live Sub's tab was closed")
+	}
+	again, err := s.f.runtime().GC(context.Background(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]found{{LeftoverUncertain, s.unsure}}, kinds(again)); diff != "" {
+		t.Errorf("second gc (-want +got):\n%s", diff)
+	}
+	if n := s.f.runtime().Store.CountLeftovers(filepath.Join(s.f.dir, "run"), s.f.now); n != 0 {
+		t.Errorf("startup count after gc = %d, want 0", n)
+	}
+}
+
+// TestGcTwoAtOnce: two concurrent gc --apply release each leftover once
+// and reach the same end state as one.
+func TestGcTwoAtOnce(t *testing.T) {
+	s := newGCScene(t)
+	var wg sync.WaitGroup
+	results := make([]Collection, 2)
+	for i := range results {
+		wg.Go(func() {
+			c, err := s.f.runtime().GC(context.Background(), true)
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] = c
+		})
+	}
+	wg.Wait()
+	released := map[string]int{}
+	var all []Leftover
+	for _, c := range results {
+		for _, l := range c.Leftovers {
+			if l.Error != "" {
+				t.Errorf("%s %s: %s", l.Kind, l.RunID, l.Error)
+			}
+			if l.Released {
+				released[l.RunID]++
+				all = append(all, l)
+			}
+		}
+	}
+	for id, n := range released {
+		if n != 1 {
+			t.Errorf("%s released %d times", id, n)
+		}
+	}
+	s.check(t, append(all, Leftover{Kind: LeftoverUncertain, RunID: s.unsure}))
+}
+
+// check is the end state after gc --apply, given what it reported.
+func (s *gcScene) check(t *testing.T, got []Leftover) {
+	t.Helper()
+	f := s.f
+	if diff := cmp.Diff(sortFound(s.want()), sortFound(kinds(Collection{Leftovers: got}))); diff != "" {
+		t.Errorf("leftovers (-want +got):\n%s", diff)
+	}
+	archives := map[string]string{}
+	for _, l := range got {
+		if l.Released == (l.Kind == LeftoverUncertain) || l.Error != "" {
+			t.Errorf("%s %s: released %v error %q", l.Kind, l.RunID, l.Released, l.Error)
+		}
+		archives[l.RunID] = l.Archive
+	}
+	// Every unreceived file is in the archive, byte for byte, and the
+	// archive reads as a channel.
+	for id, files := range s.inbox {
+		if archives[id] == "" {
+			t.Errorf("%s: no archive", id)
+			continue
+		}
+		if diff := cmp.Diff(files, inboxFiles(t, archives[id])); diff != "" {
+			t.Errorf("%s archive (-want +got):\n%s", id, diff)
+		}
+		r, err := channel.Inspect(archives[id])
+		if err != nil || r.RunID != id {
+			t.Errorf("inspect %s: %+v %v", archives[id], r, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(archives[s.exited], "run.json")); err != nil {
+		t.Errorf("exited run's record not archived: %v", err)
+	}
+	// The persistent Sub's session reference is archived and it stays
+	// resumable: closed, not deleted.
+	var rb Run
+	if _, err := readJSON(filepath.Join(archives[s.rebooted], "run.json"), &rb); err != nil || rb.SubSessionID != "0192a0b1-aaaa" {
+		t.Errorf("rebooted archive: %+v %v", rb, err)
+	}
+	if r, ok, _ := f.runtime().Store.LoadRun(otherMain, s.rebooted); !ok || r.Open() {
+		t.Errorf("rebooted run after gc: %+v", r)
+	}
+	for _, id := range []string{s.exited, s.gone} {
+		if _, ok, _ := f.runtime().Store.LoadRun(mainID, id); ok {
+			t.Errorf("ephemeral run %s still recorded", id)
+		}
+		if _, err := os.Stat(filepath.Join(f.dir, "run", channel.Safe(mainID), id)); !os.IsNotExist(err) {
+			t.Errorf("channel of %s still there: %v", id, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "run", channel.Safe(otherMain), s.orphan)); !os.IsNotExist(err) {
+		t.Errorf("orphan channel still there: %v", err)
+	}
+	if _, ok, _ := f.runtime().Store.LoadBinding(mainID, "release"); ok {
+		t.Errorf("stale binding still there")
+	}
+	if _, ok, _ := f.runtime().Store.LoadRun(mainID, s.unsure); !ok || !f.run(s.unsure).Open() {
+		t.Errorf("the uncertain run was released")
+	}
+	// The exited Sub's tab, still open in Herdr, was closed.
+	if tabs := f.subTabs(); len(tabs) != 2 {
+		t.Errorf("tabs after gc: %v, want the live and the uncertain Sub's", tabs)
+	}
+}
+
+// TestGcFreesTheSlotsOfGoneSubsAtOnce: a Main with four open runs whose
+// Subs are gone can delegate again before any gc.
+func TestGcFreesTheSlotsOfGoneSubsAtOnce(t *testing.T) {
+	f := newFixture(t)
+	for i := range MaxOpenSubs {
+		d := f.delegate(mainID, "writer", "w"+string(rune('a'+i)))
+		release, err := f.sub(d.RunID).HoldPresence()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 {
+			release() // the Sub died; the first one lives on
+		} else {
+			t.Cleanup(release)
+		}
+	}
+	f.delegate(mainID, "writer", "fifth")
+}
+
+// tree maps every file below dir to its content.
+func tree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			data, _ := os.ReadFile(path)
+			out[strings.TrimPrefix(path, dir)] = string(data)
+		}
+		return nil
+	})
+	return out
+}
