@@ -114,6 +114,21 @@ func (c Collection) Text() string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
+// Failed is an error naming the leftovers --apply could not release, nil
+// when there are none.
+func (c Collection) Failed() error {
+	var kept []string
+	for _, l := range c.Leftovers {
+		if l.Error != "" {
+			kept = append(kept, string(l.Kind)+" "+l.Path+": "+l.Error)
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	return fmt.Errorf("gc kept %d leftover(s) it could not release: %s", len(kept), strings.Join(kept, "; "))
+}
+
 // orphanGrace is how old a channel without a run record must be before it
 // counts as left over: delegate creates the channel just before its record.
 const orphanGrace = 30 * time.Second
@@ -226,18 +241,17 @@ func (rt *Runtime) runLeftover(ctx context.Context, m string, r *Run) (Leftover,
 	if !r.Open() || r.Launching() && processAlive(r.LaunchPID) {
 		return l, false
 	}
-	l.Action = runAction(r)
 	gone, p, err := subGone(r)
 	switch {
 	case err != nil:
 		l.Kind, l.Reason, l.Action = LeftoverUncertain, "cannot read its channel: "+err.Error(), "nothing"
 		return l, true
 	case gone && p == channel.PresenceExited:
-		l.Kind = LeftoverSubExited
+		l.Kind, l.Action = LeftoverSubExited, runAction(r, LeftoverSubExited)
 		l.Reason = "its Sub process ended without closing the run (nothing holds " + filepath.Join(r.ChannelDir, "sub.lock") + ")"
 		return l, true
 	case gone:
-		l.Kind = LeftoverNoChannel
+		l.Kind, l.Action = LeftoverNoChannel, runAction(r, LeftoverNoChannel)
 		l.Reason = "its channel " + r.ChannelDir + " is gone (the runtime dir was emptied, as a reboot does)"
 		return l, true
 	case p == channel.PresenceLive:
@@ -256,7 +270,7 @@ func (rt *Runtime) runLeftover(ctx context.Context, m string, r *Run) (Leftover,
 	}
 	switch own, err := s.Owned(ctx, h, r.RunID); own {
 	case surface.TabGone:
-		l.Kind = LeftoverSurfaceGone
+		l.Kind, l.Action = LeftoverSurfaceGone, runAction(r, LeftoverSurfaceGone)
 		l.Reason = fmt.Sprintf("%s says %s %s is gone and no Sub process holds its channel", s.Name(), tabWord(s), h.TabID)
 		return l, true
 	case surface.TabUncertain:
@@ -277,13 +291,23 @@ func tabWord(s surface.Surface) string {
 	return "tab"
 }
 
-// runAction is what releasing r does.
-func runAction(r *Run) string {
-	keep := "delete the run record"
-	if r.Persistent() || r.Manual() {
-		keep = "mark the run closed (its session stays resumable)"
+// runAction is what releasing r as a leftover of kind does.
+func runAction(r *Run, kind LeftoverKind) string {
+	var steps []string
+	if kind != LeftoverSurfaceGone {
+		steps = append(steps, "close its tab if the surface still shows it")
 	}
-	return "archive its unreceived messages and record, remove its channel, " + keep
+	if kind != LeftoverNoChannel {
+		steps = append(steps, "archive the channel's unreceived files, remove the channel")
+	} else if r.Persistent() && r.SubSessionID != "" {
+		steps = append(steps, "archive the record (its session reference)")
+	}
+	if r.Persistent() || r.Manual() {
+		steps = append(steps, "mark the run closed (its session stays resumable)")
+	} else {
+		steps = append(steps, "delete the run record")
+	}
+	return strings.Join(steps, "; ")
 }
 
 // subGone reports, from local files alone, whether r's Sub is provably
