@@ -143,10 +143,10 @@ const (
 // these of a request. The extension spells the same list as PLAN_ENV; a
 // test in internal/startup keeps the plan's reads equal to this list and
 // that one equal to it.
-var Plan = []string{AgentDir, Home, XDGRuntimeDir, TmpDir, Manifest, RolePacks, BundledRoles, Channel, TokenFile, Token}
+var Plan = []string{AgentDir, Home, XDGRuntimeDir, TmpDir, Manifest, RolePacks, BundledRoles, Channel, TokenFile, Token, StateDir}
 
 // PlanPaths are the variables of Plan whose relative value a plan process
 // resolves against its own working directory (and may print as given): the
 // daemon, which has no such directory, leaves a plan with one of them to a
 // process.
-var PlanPaths = []string{AgentDir, Home, XDGRuntimeDir, TmpDir, Manifest, Channel, TokenFile}
+var PlanPaths = []string{AgentDir, Home, XDGRuntimeDir, TmpDir, Manifest, Channel, TokenFile, StateDir}

@@ -8,6 +8,7 @@ package startup
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/compiler/manifest"
@@ -17,6 +18,7 @@ import (
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
 	"github.com/facets-dev/facets/runtime/pibridge"
+	"github.com/facets-dev/facets/runtime/subs"
 )
 
 // Call is one startup call as its flags give it.
@@ -86,7 +88,11 @@ func mainPlan(c Call, getenv func(string) string, home string) pibridge.Plan {
 		// --approve: when the project is trusted.
 		return profiles.DefaultThinkingLevel(profiles.Env{AgentDir: m.AgentDir, Cwd: m.Cwd}, model, m.Trust.Trusted)
 	})
-	plan.Serve = pibridge.HasRuns(channel.RuntimeRoot(getenv), c.MainSession)
+	root := channel.RuntimeRoot(getenv)
+	plan.Serve = pibridge.HasRuns(root, c.MainSession)
+	if line := leftoverLine(getenv, m.AgentDir, root); line != "" {
+		plan.Warnings = append(plan.Warnings, line)
+	}
 	if warning != "" {
 		plan.Warnings = append(plan.Warnings, warning)
 	}
@@ -167,4 +173,22 @@ func OpenSubChannel(getenv func(string) string) (*channel.Channel, error) {
 		return nil, fmt.Errorf("Sub channel: %w", err)
 	}
 	return c, nil
+}
+
+// leftoverLine is the Main's one startup line about what crashes left
+// behind (subs.Store.CountLeftovers: local files only, no surface is
+// asked), or "" when there is nothing.
+func leftoverLine(getenv func(string) string, agentDir, root string) string {
+	state := getenv(envvar.StateDir)
+	if state == "" {
+		state = subs.DefaultStateDir(agentDir)
+	}
+	switch n := (subs.Store{Dir: state}).CountLeftovers(root, time.Now()); n {
+	case 0:
+		return ""
+	case 1:
+		return "1 Facets leftover; run facets gc"
+	default:
+		return fmt.Sprintf("%d Facets leftovers; run facets gc", n)
+	}
 }

@@ -29,7 +29,7 @@ const MIN_PI = "1.5.2";
 // PLAN_ENV is every variable a startup plan reads (envvar.Plan in Go; a
 // test keeps the two equal): all the plan daemon is sent of this process's
 // environment, so API keys and the like never leave Pi.
-const PLAN_ENV = ["PI_CODING_AGENT_DIR", "HOME", "XDG_RUNTIME_DIR", "TMPDIR", "FACETS_MANIFEST", "FACETS_ROLE_PACKS", "FACETS_BUNDLED_ROLES", "PI_FACETS_CHANNEL", "PI_FACETS_TOKEN_FILE", "PI_FACETS_TOKEN"];
+const PLAN_ENV = ["PI_CODING_AGENT_DIR", "HOME", "XDG_RUNTIME_DIR", "TMPDIR", "FACETS_MANIFEST", "FACETS_ROLE_PACKS", "FACETS_BUNDLED_ROLES", "PI_FACETS_CHANNEL", "PI_FACETS_TOKEN_FILE", "PI_FACETS_TOKEN", "FACETS_STATE_DIR"];
 // tooOld is the one line an older Pi gets, or undefined.
 const tooOld = olderVersion(PI_VERSION, MIN_PI)
   ? `Facets needs Pi ${MIN_PI} or newer; this is Pi ${PI_VERSION}. Update Pi (npm install -g @earendil-works/pi-coding-agent), or remove the facets extension to use this Pi without Facets.`
