@@ -3,6 +3,7 @@ package subs
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -378,4 +379,86 @@ func tree(t *testing.T, dir string) map[string]string {
 		return nil
 	})
 	return out
+}
+
+// TestGcAfterTheSurfaceServerDied: with the Herdr server (or the tmux
+// server) dead, a Sub that had taken its presence lock died with it and
+// is released; one that never took it is left for the surface to answer
+// for: Herdr's CLI cannot tell a dead server from an unreachable one, so
+// that run is uncertain and kept; tmux says a killed server's windows are
+// gone (its programs got SIGHUP), so it is surface-gone and released.
+func TestGcAfterTheSurfaceServerDied(t *testing.T) {
+	ctx := context.Background()
+	t.Run("herdr", func(t *testing.T) {
+		f := newFixture(t)
+		died := f.delegate(mainID, "writer", "died").RunID
+		unknown := f.delegate(mainID, "writer", "unknown").RunID
+		release, err := f.sub(died).HoldPresence()
+		if err != nil {
+			t.Fatal(err)
+		}
+		release()
+		// A server started with `herdr server` whose socket no longer answers.
+		if err := os.WriteFile(filepath.Join(f.herdrDir, "server.pid"), []byte("1\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		gcDeadServer(t, f.runtime(), mainID, died, unknown, LeftoverUncertain, "herdr gave no usable answer about tab ")
+	})
+	t.Run("tmux", func(t *testing.T) {
+		rt, socket := tmuxRuntime(t)
+		var ids []string
+		for _, title := range []string{"died", "unknown"} {
+			d, err := rt.Delegate(ctx, DelegateRequest{Manifest: exampleManifest(t), MainSessionID: "m", Profile: "oracle", Title: title, Task: "x"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, d.RunID)
+		}
+		r, _, _ := rt.Store.LoadRun("m", ids[0])
+		ch, err := openChannel(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		release, err := ch.HoldPresence()
+		if err != nil {
+			t.Fatal(err)
+		}
+		release()
+		ch.Close()
+		if out, err := exec.Command("tmux", "-S", socket, "kill-server").CombinedOutput(); err != nil {
+			t.Fatalf("kill-server: %v\n%s", err, out)
+		}
+		gcDeadServer(t, rt, "m", ids[0], ids[1], LeftoverSurfaceGone, "tmux says window ")
+	})
+}
+
+func gcDeadServer(t *testing.T, rt *Runtime, main, died, unknown string, kind LeftoverKind, why string) {
+	t.Helper()
+	ctx := context.Background()
+	dry, err := rt.GC(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(sortFound([]found{{LeftoverSubExited, died}, {kind, unknown}}), sortFound(kinds(dry))); diff != "" {
+		t.Fatalf("dry run (-want +got):\n%s\n%s", diff, dry.Text())
+	}
+	for _, l := range dry.Leftovers {
+		if l.RunID == unknown && !strings.HasPrefix(l.Reason, why) {
+			t.Errorf("reason %q, want it to start %q", l.Reason, why)
+		}
+	}
+	applied, err := rt.GC(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := applied.Failed(); err != nil {
+		t.Error(err)
+	}
+	if _, ok, _ := rt.Store.LoadRun(main, died); ok {
+		t.Errorf("the dead Sub's run is still recorded")
+	}
+	r, ok, _ := rt.Store.LoadRun(main, unknown)
+	if kept := ok && r.Open() && channelExists(r); kept != (kind == LeftoverUncertain) {
+		t.Errorf("run %s kept: %v, want kept only when uncertain (%s)", unknown, kept, kind)
+	}
 }
