@@ -462,3 +462,80 @@ func gcDeadServer(t *testing.T, rt *Runtime, main, died, unknown string, kind Le
 		t.Errorf("run %s kept: %v, want kept only when uncertain (%s)", unknown, kept, kind)
 	}
 }
+
+// TestGcLeavesBusyChannelsAndSymlinksAlone: a channel whose inbox lock a
+// writer holds is kept (and reported) until the writer is done; a Main
+// directory that is a symlink is never looked into; an archive folder that
+// is a symlink is refused and the channel kept, so nothing is lost.
+func TestGcLeavesBusyChannelsAndSymlinksAlone(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	id := f.delegate(mainID, "writer", "exited").RunID
+	sub := f.sub(id)
+	release, err := sub.HoldPresence()
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if _, err := sub.Send(channel.ToMain, "keep me"); err != nil {
+		t.Fatal(err)
+	}
+	dir := f.run(id).ChannelDir
+
+	// A Main directory that is a symlink to someone's channels.
+	elsewhere := filepath.Join(t.TempDir(), "root")
+	other, err := channel.Create(elsewhere, channel.Manifest{MainSessionID: "victim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+	os.WriteFile(filepath.Join(other.Dir(), "token"), []byte("t\n"), 0o600)
+	if err := os.Symlink(filepath.Join(elsewhere, "victim"), filepath.Join(f.dir, "run", "linked")); err != nil {
+		t.Fatal(err)
+	}
+	f.now = time.Now().Add(time.Hour) // the victim's channel is past the orphan grace
+
+	writer, err := channel.OpenOwned(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := writer.LockInboxes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.runtime().GC(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]found{{LeftoverSubExited, id}}, kinds(c)); diff != "" {
+		t.Errorf("leftovers (-want +got):\n%s", diff)
+	}
+	if c.Failed() == nil || !strings.Contains(c.Leftovers[0].Error, "a writer holds the inbox lock") || c.Leftovers[0].Released {
+		t.Errorf("busy channel: %+v (failed: %v)", c.Leftovers[0], c.Failed())
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Errorf("busy channel removed: %v", err)
+	}
+	unlock()
+	writer.Close()
+
+	// The archive folder is a symlink: refused, the channel kept.
+	if err := os.Symlink(t.TempDir(), filepath.Join(f.dir, "state", "archive")); err != nil {
+		t.Fatal(err)
+	}
+	c, _ = f.runtime().GC(ctx, true)
+	if c.Failed() == nil || c.Leftovers[0].Released {
+		t.Errorf("archive through a symlink: %+v", c.Leftovers)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "to-main")); err != nil {
+		t.Errorf("channel removed though its archive failed: %v", err)
+	}
+	os.Remove(filepath.Join(f.dir, "state", "archive"))
+	c, _ = f.runtime().GC(ctx, true)
+	if err := c.Failed(); err != nil || !c.Leftovers[0].Released {
+		t.Errorf("gc once the writer is done: %+v, %v", c.Leftovers, err)
+	}
+	if _, err := os.Stat(other.Dir()); err != nil {
+		t.Errorf("a channel behind a symlinked Main directory was removed: %v", err)
+	}
+}
