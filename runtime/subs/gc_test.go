@@ -27,7 +27,9 @@ type gcScene struct {
 	// reached; rebooted: its channel is gone (a persistent Sub); orphan: a
 	// channel whose record is gone.
 	exited, live, gone, unsure, rebooted, orphan string
-	binding                                      string
+	// elsewhere: a live Sub in a surface this facets cannot reach.
+	elsewhere string
+	binding   string
 	// inbox holds every inbox file of the leftover channels, by run id and
 	// then by "<direction>/<name>", as it was before gc.
 	inbox map[string]map[string][]byte
@@ -70,6 +72,24 @@ func newGCScene(t *testing.T) *gcScene {
 	t.Cleanup(liveRelease)
 	if _, err := rt.Talk(mainID, s.live, "for the live Sub"); err != nil {
 		t.Fatal(err)
+	}
+
+	// A Sub alive in a surface this facets cannot reach: its lock says
+	// enough. And a run whose launching process is still at work.
+	s.elsewhere = f.delegate(otherMain, "writer", "alive elsewhere").RunID
+	elseRelease, err := f.sub(s.elsewhere).HoldPresence()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(elseRelease)
+	er, _, _ := rt.Store.LoadRun(otherMain, s.elsewhere)
+	er.Surface.Adapter = "elsewhere"
+	launching := &Run{Version: RunVersion, RunID: "launching-now", MainSessionID: otherMain, ProfileName: "writer",
+		ChannelDir: filepath.Join(f.dir, "run", "not-yet"), LaunchPID: os.Getpid(), CreatedAt: 1}
+	for _, r := range []*Run{er, launching} {
+		if err := rt.Store.SaveRun(r); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// Someone closed the gone Sub's tab by hand; its Sub never started.
@@ -343,8 +363,15 @@ func (s *gcScene) check(t *testing.T, got []Leftover) {
 		t.Errorf("the uncertain run was released")
 	}
 	// The exited Sub's tab, still open in Herdr, was closed.
-	if tabs := f.subTabs(); len(tabs) != 2 {
-		t.Errorf("tabs after gc: %v, want the live and the uncertain Sub's", tabs)
+	if tabs := f.subTabs(); len(tabs) != 3 {
+		t.Errorf("tabs after gc: %v, want the live, the uncertain and the elsewhere Sub's", tabs)
+	}
+	// The runs alive elsewhere and still launching are untouched.
+	if r, ok, _ := f.runtime().Store.LoadRun(otherMain, s.elsewhere); !ok || !r.Open() || !channelExists(r) {
+		t.Errorf("the live Sub elsewhere was released: %+v", r)
+	}
+	if r, ok, _ := f.runtime().Store.LoadRun(otherMain, "launching-now"); !ok || r.LaunchPID != os.Getpid() {
+		t.Errorf("the launching run was touched: %+v", r)
 	}
 }
 
