@@ -20,7 +20,9 @@ does: an open run whose Sub process ended (sub-exited), whose tab or window
 its surface says is gone while no Sub process holds its channel
 (surface-gone) or whose channel is gone, as after a reboot (no-channel); a
 channel no run record names (orphan-channel); a profile binding to a run
-that no longer exists (stale-binding). What the surface or the files give
+that no longer exists (stale-binding); what only a Main that exited and
+can never be resumed (pi --no-session) could use: its closed runs'
+channels, user-invoked sessions and bindings (main-gone). What the surface or the files give
 no usable answer about is listed as uncertain and never released.
 
 Without --apply nothing changes. --apply releases each leftover under its

@@ -1,6 +1,8 @@
 package channel
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -270,4 +272,144 @@ func (c *Channel) Discard() error {
 func CreatedByFacets(dir string) bool {
 	fi, err := os.Lstat(filepath.Join(dir, "token"))
 	return err == nil && fi.Mode().IsRegular()
+}
+
+// mainPresenceFile, in a Main's directory under the runtime root, is the
+// Main's presence lock: its facets serve holds a shared flock(2) on it
+// while the Main runs, and its content (MainLease) says whether the Main's
+// session can be resumed once it has exited.
+const mainPresenceFile = "main.lock"
+
+// MainLease is what a Main's presence file says about its session.
+type MainLease struct {
+	// SessionFile is the Main's Pi session file; a Main resumes from it.
+	SessionFile string `json:"sessionFile,omitempty"`
+	// Ephemeral: the Main runs without a session file (pi --no-session),
+	// so once it has exited it can never be resumed.
+	Ephemeral bool `json:"ephemeral,omitempty"`
+}
+
+// HoldMainPresence takes the presence lock of the Main mainSession under
+// root, writes lease into it, and keeps the lock until the returned
+// function is called or the process ends. The Main's directory is created
+// (0700) when missing.
+func HoldMainPresence(root, mainSession string, lease MainLease) (func(), error) {
+	dir, err := ensurePrivateDir(root, Safe(mainSession))
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	label := filepath.Join(dir.Name(), mainPresenceFile)
+	fd, err := unix.Openat(int(dir.Fd()), mainPresenceFile, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return nil, fmt.Errorf("%s: symlink in place of a channel file: %w", label, ErrInsecure)
+		}
+		return nil, fmt.Errorf("open %s: %w", label, err)
+	}
+	var st unix.Stat_t
+	if err := checkOpened(fd, &st, label, maxControlBytes, os.Geteuid()); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	if err := flockRetry(fd, unix.LOCK_SH); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("lock %s: %w", label, err)
+	}
+	data, err := encodeJSON(lease)
+	if err == nil {
+		err = unix.Ftruncate(fd, 0)
+	}
+	if err == nil {
+		_, err = unix.Pwrite(fd, data, 0)
+	}
+	if err == nil {
+		err = unix.Fsync(fd)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("write %s: %w", label, err)
+	}
+	return func() { unix.Close(fd) }, nil
+}
+
+// MainPresence reads the presence lock of the Main whose directory under
+// root is named mainDir (Safe of its session id) without waiting, and,
+// once the Main has exited, its lease. A Main from before the lock, or one
+// that never served, is PresenceNone.
+func MainPresence(root, mainDir string) (Presence, MainLease, error) {
+	dir, err := openDirAt(nil, filepath.Join(root, mainDir))
+	if errors.Is(err, os.ErrNotExist) {
+		return PresenceNone, MainLease{}, nil
+	}
+	if err != nil {
+		return PresenceNone, MainLease{}, err
+	}
+	defer dir.Close()
+	label := filepath.Join(dir.Name(), mainPresenceFile)
+	fd, err := openFileAt(dir, mainPresenceFile, label)
+	if errors.Is(err, os.ErrNotExist) {
+		return PresenceNone, MainLease{}, nil
+	}
+	if err != nil {
+		return PresenceNone, MainLease{}, err
+	}
+	defer unix.Close(fd)
+	switch err := flockRetry(fd, unix.LOCK_EX|unix.LOCK_NB); {
+	case errors.Is(err, unix.EWOULDBLOCK):
+		return PresenceLive, MainLease{}, nil
+	case err != nil:
+		return PresenceNone, MainLease{}, fmt.Errorf("lock %s: %w", label, err)
+	}
+	data, err := readOpenedAt(fd, label, maxControlBytes, os.Geteuid())
+	if err != nil {
+		return PresenceNone, MainLease{}, err
+	}
+	lease, err := DecodeMainLease(data)
+	if err != nil {
+		return PresenceNone, MainLease{}, fmt.Errorf("%s: %w", label, err)
+	}
+	return PresenceExited, lease, nil
+}
+
+// DecodeMainLease parses a Main presence file's content: one JSON object
+// with no other field than MainLease's.
+func DecodeMainLease(data []byte) (MainLease, error) {
+	var l MainLease
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&l); err != nil {
+		return MainLease{}, fmt.Errorf("invalid main lease: %w", err)
+	}
+	if dec.More() {
+		return MainLease{}, errors.New("invalid main lease: trailing data")
+	}
+	if l.Ephemeral && l.SessionFile != "" {
+		return MainLease{}, errors.New("invalid main lease: ephemeral with a session file")
+	}
+	return l, nil
+}
+
+// RemoveMainDir removes the Main's directory under root when nothing but
+// its presence file is left in it, and reports whether it did.
+func RemoveMainDir(root, mainDir string) (bool, error) {
+	dir, err := openDirAt(nil, filepath.Join(root, mainDir))
+	if err != nil {
+		return false, err
+	}
+	defer dir.Close()
+	names, err := listNames(dir)
+	if err != nil {
+		return false, fmt.Errorf("list %s: %w", dir.Name(), err)
+	}
+	if len(names) != 1 || names[0] != mainPresenceFile {
+		return false, nil
+	}
+	if err := unix.Unlinkat(int(dir.Fd()), mainPresenceFile, 0); err != nil {
+		return false, fmt.Errorf("remove %s: %w", filepath.Join(dir.Name(), mainPresenceFile), err)
+	}
+	if err := os.Remove(dir.Name()); err != nil {
+		return false, fmt.Errorf("remove %s: %w", dir.Name(), err)
+	}
+	return true, nil
 }

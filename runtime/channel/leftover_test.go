@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -152,4 +153,59 @@ func dirFiles(t *testing.T, dir string) map[string]string {
 		return nil
 	})
 	return out
+}
+
+// TestMainPresence: a Main that never served has no presence; one that
+// holds its lock is live; one that exited is read with its lease. Its
+// folder is removed only when nothing but the presence file is left.
+func TestMainPresence(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "root")
+	p, _, err := MainPresence(root, "m")
+	if err != nil || p != PresenceNone {
+		t.Fatalf("no Main: %v %v", p, err)
+	}
+	lease := MainLease{SessionFile: "/s/m.jsonl"}
+	release, err := HoldMainPresence(root, "m", lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _, err := MainPresence(root, "m"); err != nil || p != PresenceLive {
+		t.Errorf("running Main: %v %v", p, err)
+	}
+	release()
+	p, got, err := MainPresence(root, "m")
+	if err != nil || p != PresenceExited || got != lease {
+		t.Errorf("exited Main: %v %+v %v", p, got, err)
+	}
+	// A resumed Main rewrites its lease.
+	release, err = HoldMainPresence(root, "m", MainLease{Ephemeral: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if _, got, _ := MainPresence(root, "m"); got != (MainLease{Ephemeral: true}) {
+		t.Errorf("rewritten lease: %+v", got)
+	}
+	os.Mkdir(filepath.Join(root, "m", "run-1"), 0o700)
+	if ok, err := RemoveMainDir(root, "m"); ok || err != nil {
+		t.Errorf("removed a Main folder with a channel in it: %v %v", ok, err)
+	}
+	os.Remove(filepath.Join(root, "m", "run-1"))
+	if ok, err := RemoveMainDir(root, "m"); !ok || err != nil {
+		t.Errorf("remove the empty Main folder: %v %v", ok, err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "m")); !os.IsNotExist(err) {
+		t.Errorf("the Main folder is still there: %v", err)
+	}
+	// A corrupt lease is an error naming the file, and stays on disk.
+	release, _ = HoldMainPresence(root, "n", MainLease{Ephemeral: true})
+	release()
+	bad := filepath.Join(root, "n", mainPresenceFile)
+	os.WriteFile(bad, []byte(`{"ephemeral":true,"x":1}`), 0o600)
+	if _, _, err := MainPresence(root, "n"); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("corrupt lease: %v, want an error naming %s", err, bad)
+	}
+	if _, err := os.Stat(bad); err != nil {
+		t.Errorf("the corrupt lease was removed: %v", err)
+	}
 }

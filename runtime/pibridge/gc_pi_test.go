@@ -2,6 +2,7 @@ package pibridge_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -74,6 +75,15 @@ func TestGcAfterKill9InTmuxWithRealPi(t *testing.T) {
 	// kill -9 the Main; the Sub reports to it all the same.
 	if err := syscall.Kill(mainPi.cmd.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
+	}
+	// Its presence file says it can be resumed from its session file, so
+	// nothing of it is main-gone.
+	waitUntil(t, "the Main's presence lock to be free", 30*time.Second, func() bool {
+		p, _, _ := channel.MainPresence(filepath.Join(e.runtime, fmt.Sprintf("pi-facets-%d", os.Geteuid())), main)
+		return p == channel.PresenceExited
+	})
+	if _, lease, err := channel.MainPresence(filepath.Join(e.runtime, fmt.Sprintf("pi-facets-%d", os.Geteuid())), main); err != nil || lease.Ephemeral || !strings.HasSuffix(lease.SessionFile, ".jsonl") {
+		t.Errorf("the Main's lease: %+v %v, want its session file", lease, err)
 	}
 	facets("talk", "--run", run.RunID, "--message", "REPORT_PLEASE")
 	toMain := filepath.Join(run.ChannelDir, "to-main")

@@ -44,6 +44,8 @@ type request struct {
 	Aborted   bool   `json:"aborted,omitempty"`
 	SessionID string `json:"sessionId,omitempty"`
 	File      string `json:"sessionFile,omitempty"`
+	// File is the Pi session file ("session"); a Main without one is
+	// ephemeral (pi --no-session).
 	// Closed names a run a runtime command has just closed (scan only).
 	Closed string `json:"closed,omitempty"`
 }
@@ -77,6 +79,29 @@ type server struct {
 	turnID   string
 	closing  bool
 	reported map[string]bool // problems already reported once
+	// releaseMain releases the Main's presence lock (holdMain); nil
+	// until the extension has said which session the Main runs.
+	releaseMain func()
+}
+
+// holdMain takes the Main's presence lock, once, with what the extension
+// said of its session: facets gc reads a free lock of an ephemeral Main
+// as a Main whose runs no one will ever receive.
+func (s *server) holdMain(lease channel.MainLease) {
+	s.mu.Lock()
+	held := s.releaseMain != nil
+	s.mu.Unlock()
+	if held {
+		return
+	}
+	release, err := channel.HoldMainPresence(s.opts.Root, s.opts.MainSession, lease)
+	if err != nil {
+		s.problem(err.Error())
+		return
+	}
+	s.mu.Lock()
+	s.releaseMain = release
+	s.mu.Unlock()
 }
 
 // Serve runs the delivery server of one Pi process: it reads JSON-line
@@ -116,6 +141,13 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts ServeOptions) 
 		return fmt.Errorf("serve: unknown role %q (want main or sub)", opts.Role)
 	}
 	defer s.closeChannels()
+	defer func() {
+		s.mu.Lock()
+		if s.releaseMain != nil {
+			s.releaseMain()
+		}
+		s.mu.Unlock()
+	}()
 	s.rx = channel.NewReceiver(s.dir, s.receipts, s.submit, s.receiverProblem)
 	w, err := channel.NewWatcher(s.dir, s.scan, channel.WatchOptions{Report: func(err error) { s.problem(err.Error()) }, ScanMoved: s.scanMoved})
 	if err != nil {
@@ -252,6 +284,9 @@ func (s *server) handle(req request) {
 			if err := c.WriteSession(req.SessionID, req.File); err != nil {
 				s.problem(err.Error())
 			}
+		}
+		if s.sub == nil {
+			s.holdMain(channel.MainLease{SessionFile: req.File, Ephemeral: req.File == ""})
 		}
 	case "quit":
 		// A Sub closed by its user (not by close_sub) tells the Main so.

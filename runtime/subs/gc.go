@@ -38,6 +38,11 @@ const (
 	LeftoverOrphanChannel LeftoverKind = "orphan-channel"
 	// LeftoverStaleBinding: a profile binding to a run that no longer exists.
 	LeftoverStaleBinding LeftoverKind = "stale-binding"
+	// LeftoverMainGone: what only its Main could use, once that Main has
+	// exited and can never be resumed (it ran without a session file, or
+	// its session file is gone): a closed run's channel whose messages wait
+	// for it, a user-invoked session only it could resume, its bindings.
+	LeftoverMainGone LeftoverKind = "main-gone"
 	// LeftoverUncertain: something that may be a leftover, but the surface
 	// or the files give no usable answer; gc never releases it.
 	LeftoverUncertain LeftoverKind = "uncertain"
@@ -49,7 +54,7 @@ const (
 // drop (a worktree with commits or changes is never removed).
 func LeftoverKinds() []LeftoverKind {
 	return []LeftoverKind{LeftoverSubExited, LeftoverSurfaceGone, LeftoverNoChannel,
-		LeftoverOrphanChannel, LeftoverStaleBinding, LeftoverUncertain}
+		LeftoverOrphanChannel, LeftoverStaleBinding, LeftoverMainGone, LeftoverUncertain}
 }
 
 // Leftover is one thing gc found: what it is, why it is left over and what
@@ -159,6 +164,11 @@ func (rt *Runtime) GC(ctx context.Context, apply bool) (Collection, error) {
 		for i := range found {
 			rt.release(ctx, &found[i])
 		}
+		if gone, _, _ := rt.mainGone(m); gone {
+			// Nothing can reach a Main that is never coming back: once its
+			// channels are released, its folder goes too.
+			channel.RemoveMainDir(rt.ChannelRoot, m)
+		}
 		unlock()
 		c.Leftovers = append(c.Leftovers, found...)
 	}
@@ -230,7 +240,75 @@ func (rt *Runtime) leftovers(ctx context.Context, m string) []Leftover {
 		}
 	}
 	out = append(out, rt.orphanChannels(m, named, len(bad) > 0)...)
-	out = append(out, rt.staleBindings(m)...)
+	switch gone, why, err := rt.mainGone(m); {
+	case err != nil:
+		out = append(out, Leftover{Kind: LeftoverUncertain, MainSession: m, Path: filepath.Join(rt.ChannelRoot, m), Reason: err.Error(), Action: "nothing"})
+		out = append(out, rt.staleBindings(m)...)
+	case gone:
+		out = append(out, rt.mainLeftovers(m, runs, why)...)
+	default:
+		out = append(out, rt.staleBindings(m)...)
+	}
+	return out
+}
+
+// mainGone reports whether the Main whose directory is m has exited and
+// can never be resumed, and why, from its presence file alone.
+func (rt *Runtime) mainGone(m string) (bool, string, error) {
+	p, lease, err := channel.MainPresence(rt.ChannelRoot, m)
+	if err != nil || p != channel.PresenceExited {
+		return false, "", err
+	}
+	if lease.Ephemeral {
+		return true, "its Main ran without a session file (pi --no-session) and has exited, so it can never be resumed", nil
+	}
+	if lease.SessionFile == "" {
+		return false, "", nil // a lease that says nothing proves nothing
+	}
+	if _, err := os.Lstat(lease.SessionFile); errors.Is(err, fs.ErrNotExist) {
+		return true, "its Main has exited and its session file " + lease.SessionFile + " is gone, so it can never be resumed", nil
+	}
+	return false, "", nil
+}
+
+// mainLeftovers are what only the gone Main m could use: its closed runs'
+// channels, its user-invoked persistent sessions, its bindings. Its open
+// runs are judged by their Subs, as any Main's.
+func (rt *Runtime) mainLeftovers(m string, runs []*Run, why string) []Leftover {
+	var out []Leftover
+	for _, r := range runs {
+		if r.Open() {
+			continue
+		}
+		l := Leftover{Kind: LeftoverMainGone, MainSession: m, RunID: r.RunID, Path: rt.Store.runPath(m, r.RunID)}
+		keep := "delete the run record"
+		if r.Persistent() && !r.Manual() {
+			keep = "keep the closed run record (any Main may resume its session)"
+		} else if r.Persistent() {
+			keep = "archive the run record (its session reference), delete it"
+		}
+		switch {
+		case channelExists(r):
+			l.Reason = why + "; the closed run's channel still holds what the Sub sent it"
+			l.Action = "archive the channel's unreceived files, remove the channel; " + keep
+		case r.Persistent() && r.Manual():
+			l.Reason = why + "; this user-invoked session could be resumed only from that Main"
+			l.Action = keep
+		default:
+			continue
+		}
+		out = append(out, l)
+	}
+	dir := filepath.Join(rt.Store.mainDir(m), "bindings")
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		profile := strings.TrimSuffix(e.Name(), ".json")
+		out = append(out, Leftover{Kind: LeftoverMainGone, MainSession: m, Profile: profile, Path: filepath.Join(dir, e.Name()),
+			Reason: why + "; only it could use its binding of /sub:" + profile, Action: "delete the binding"})
+	}
 	return out
 }
 
@@ -364,6 +442,12 @@ func (rt *Runtime) orphanChannels(m string, named map[string]bool, unsure bool) 
 			l.Kind, l.Reason, l.Action = LeftoverUncertain, "no readable run record names this channel, but the Main has unreadable ones", "nothing"
 		default:
 			l.Kind, l.Reason = LeftoverOrphanChannel, "no run record names this channel and no Sub process holds it"
+			if ch, err := channel.OpenOwned(path); err != nil {
+				// Nothing here can archive what it cannot read: keep it.
+				l.Kind, l.Reason, l.Action = LeftoverUncertain, l.Reason+", but it cannot be read: "+err.Error(), "nothing: inspect and delete it by hand"
+			} else {
+				ch.Close()
+			}
 		}
 		out = append(out, l)
 	}
@@ -414,6 +498,8 @@ func (rt *Runtime) release(ctx context.Context, l *Leftover) {
 		if rerr := os.Remove(l.Path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			err = fmt.Errorf("delete binding %s: %w", l.Path, rerr)
 		}
+	case LeftoverMainGone:
+		err = rt.releaseMainLeftover(l)
 	default:
 		return
 	}
@@ -460,6 +546,35 @@ func (rt *Runtime) releaseRun(ctx context.Context, l *Leftover) error {
 	r.UpdatedAt = r.ClosedAt
 	r.LaunchPID, r.LaunchError = 0, ""
 	return rt.Store.SaveRun(r)
+}
+
+// releaseMainLeftover releases one leftover of a Main that can never be
+// resumed: a binding, or a closed run's channel and record.
+func (rt *Runtime) releaseMainLeftover(l *Leftover) error {
+	if l.Profile != "" {
+		if err := os.Remove(l.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("delete binding %s: %w", l.Path, err)
+		}
+		return nil
+	}
+	r, ok, err := rt.Store.LoadRun(l.MainSession, l.RunID)
+	if err != nil || !ok || r.Open() {
+		return err
+	}
+	if channelExists(r) {
+		if l.Archive, err = rt.releaseChannel(l.MainSession, r.RunID, r.ChannelDir, r); err != nil {
+			return err
+		}
+	}
+	if r.Persistent() && !r.Manual() {
+		return nil
+	}
+	if r.Persistent() && l.Archive == "" {
+		if l.Archive, err = rt.archiveRun(l.MainSession, r); err != nil {
+			return err
+		}
+	}
+	return rt.Store.DeleteRun(r.MainSessionID, r.RunID)
 }
 
 // releaseChannel archives the channel at dir when it holds unreceived
@@ -573,7 +688,13 @@ func (s Store) CountLeftovers(channelRoot string, now time.Time) int {
 				n++
 			}
 		}
-		for _, l := range append(rt.orphanChannels(m, named, unsure), rt.staleBindings(m)...) {
+		local := rt.orphanChannels(m, named, unsure)
+		if gone, why, _ := rt.mainGone(m); gone {
+			local = append(local, rt.mainLeftovers(m, runs, why)...)
+		} else {
+			local = append(local, rt.staleBindings(m)...)
+		}
+		for _, l := range local {
 			if l.Kind != LeftoverUncertain {
 				n++
 			}

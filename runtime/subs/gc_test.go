@@ -566,3 +566,128 @@ func TestGcLeavesBusyChannelsAndSymlinksAlone(t *testing.T) {
 		t.Errorf("a channel behind a symlinked Main directory was removed: %v", err)
 	}
 }
+
+// TestGcMainThatCanNeverBeResumed: once an ephemeral Main has exited, the
+// closed runs whose channels wait for it, its user-invoked sessions and its
+// bindings are main-gone: archived and released, an agent-invokable
+// persistent record kept for other Mains; a Main with its session file, or
+// still running, keeps everything.
+func TestGcMainThatCanNeverBeResumed(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	rt := f.runtime()
+	root := rt.ChannelRoot
+	retained := func(main, profile string) (string, map[string][]byte) {
+		t.Helper()
+		id := f.delegate(main, profile, profile).RunID
+		run, _, _ := rt.Store.LoadRun(main, id)
+		ch, err := openChannel(run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ch.Close()
+		if _, err := ch.Send(channel.ToMain, "for "+main); err != nil {
+			t.Fatal(err)
+		}
+		if c, err := f.runtime().Close(ctx, main, id, ""); err != nil || !c.Retained {
+			t.Fatalf("close %s: %+v %v", id, c, err)
+		}
+		return id, inboxFiles(t, run.ChannelDir)
+	}
+	ephWriter, ephInbox := retained("eph", "writer")
+	ephReviewer, _ := retained("eph", "reviewer")
+	manual := &Run{Version: RunVersion, RunID: "manual-1", MainSessionID: "eph", ProfileName: "release", Origin: "manual",
+		SessionPersistence: "persistent", SubSessionID: "s-manual", ChannelDir: filepath.Join(root, "eph", "manual-1"), CreatedAt: 1, ClosedAt: 2}
+	rt.Store.SaveRun(manual)
+	rt.Store.SaveBinding(Binding{MainSessionID: "eph", ProfileName: "release", RunID: "manual-1"})
+	keptRun, _ := retained("kept", "writer")
+	liveRun, _ := retained("live", "writer")
+
+	sessionFile := filepath.Join(f.dir, "kept.jsonl")
+	os.WriteFile(sessionFile, nil, 0o600)
+	for main, lease := range map[string]channel.MainLease{"eph": {Ephemeral: true}, "kept": {SessionFile: sessionFile}} {
+		release, err := channel.HoldMainPresence(root, main, lease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		release() // the Main exited
+	}
+	liveRelease, err := channel.HoldMainPresence(root, "live", channel.MainLease{Ephemeral: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer liveRelease()
+
+	dry, err := rt.GC(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sortFound([]found{{LeftoverMainGone, ephWriter}, {LeftoverMainGone, ephReviewer}, {LeftoverMainGone, "manual-1"}, {LeftoverMainGone, ""}})
+	if diff := cmp.Diff(want, sortFound(kinds(dry))); diff != "" {
+		t.Fatalf("dry run (-want +got):\n%s\n%s", diff, dry.Text())
+	}
+	for _, l := range dry.Leftovers {
+		if !strings.HasPrefix(l.Reason, "its Main ran without a session file (pi --no-session) and has exited, so it can never be resumed; ") {
+			t.Errorf("reason %q", l.Reason)
+		}
+	}
+	if n := rt.Store.CountLeftovers(root, f.now); n != 4 {
+		t.Errorf("startup count = %d, want 4", n)
+	}
+	applied, err := rt.GC(ctx, true)
+	if err != nil || applied.Failed() != nil {
+		t.Fatalf("apply: %v %v", err, applied.Failed())
+	}
+	archives := map[string]string{}
+	for _, l := range applied.Leftovers {
+		archives[l.RunID] = l.Archive
+	}
+	if diff := cmp.Diff(ephInbox, inboxFiles(t, archives[ephWriter])); diff != "" {
+		t.Errorf("archive (-want +got):\n%s", diff)
+	}
+	if _, ok, _ := rt.Store.LoadRun("eph", ephWriter); ok {
+		t.Errorf("the ephemeral run of the gone Main is still recorded")
+	}
+	if r, ok, _ := rt.Store.LoadRun("eph", ephReviewer); !ok || channelExists(r) {
+		t.Errorf("the agent-invokable persistent run: recorded %v, channel kept %v; want the record and no channel", ok, r != nil && channelExists(r))
+	}
+	var m Run
+	if _, err := readJSON(filepath.Join(archives["manual-1"], "run.json"), &m); err != nil || m.SubSessionID != "s-manual" {
+		t.Errorf("user-invoked session reference not archived: %+v %v", m, err)
+	}
+	if _, ok, _ := rt.Store.LoadRun("eph", "manual-1"); ok {
+		t.Errorf("the user-invoked run of the gone Main is still recorded")
+	}
+	if _, ok, _ := rt.Store.LoadBinding("eph", "release"); ok {
+		t.Errorf("the gone Main's binding is still there")
+	}
+	if _, err := os.Stat(filepath.Join(root, "eph")); !os.IsNotExist(err) {
+		t.Errorf("the gone Main's folder is still there: %v", err)
+	}
+	for main, id := range map[string]string{"kept": keptRun, "live": liveRun} {
+		if r, ok, _ := rt.Store.LoadRun(main, id); !ok || !channelExists(r) {
+			t.Errorf("%s's retained run was released", main)
+		}
+	}
+}
+
+// TestGcKeepsAnUnreadableChannel: a channel without a record whose
+// manifest cannot be read is uncertain: kept for inspection, never removed.
+func TestGcKeepsAnUnreadableChannel(t *testing.T) {
+	f := newFixture(t)
+	rt := f.runtime()
+	ch, err := channel.Create(rt.ChannelRoot, channel.Manifest{MainSessionID: mainID, Profile: []byte(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch.Close()
+	os.WriteFile(filepath.Join(ch.Dir(), "token"), []byte("t\n"), 0o600)
+	f.now = time.Now().Add(time.Hour)
+	c, err := f.runtime().GC(context.Background(), true)
+	if err != nil || len(c.Leftovers) != 1 || c.Leftovers[0].Kind != LeftoverUncertain || !strings.Contains(c.Leftovers[0].Reason, "but it cannot be read: ") {
+		t.Fatalf("gc: %+v %v", c.Leftovers, err)
+	}
+	if _, err := os.Stat(filepath.Join(ch.Dir(), "manifest.json")); err != nil {
+		t.Errorf("the unreadable channel was touched: %v", err)
+	}
+}
