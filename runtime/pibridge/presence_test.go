@@ -51,3 +51,24 @@ func TestServeHoldsPresenceLocks(t *testing.T) {
 		}
 	}
 }
+
+// TestHasRunsCountsChannelsOnly: a Main whose folder holds only its
+// presence file (it served once, its runs are gone) has no runs to serve.
+func TestHasRunsCountsChannelsOnly(t *testing.T) {
+	root := privateRoot(t)
+	if HasRuns(root, "m") {
+		t.Error("no folder: has runs")
+	}
+	release, err := channel.HoldMainPresence(root, "m", channel.MainLease{Ephemeral: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if HasRuns(root, "m") {
+		t.Error("only the presence file: has runs")
+	}
+	newChannel(t, root, "m")
+	if !HasRuns(root, "m") {
+		t.Error("a channel: no runs")
+	}
+}
