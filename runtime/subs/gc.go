@@ -164,12 +164,16 @@ func (rt *Runtime) GC(ctx context.Context, apply bool) (Collection, error) {
 		for i := range found {
 			rt.release(ctx, &found[i])
 		}
-		if gone, _, _ := rt.mainGone(m); gone {
+		gone, _, _ := rt.mainGone(m)
+		if gone {
 			// Nothing can reach a Main that is never coming back: once its
-			// channels are released, its folder goes too.
+			// channels are released, its folders go too.
 			channel.RemoveMainDir(rt.ChannelRoot, m)
 		}
 		unlock()
+		if gone {
+			rt.Store.removeEmptyMain(m) // after unlock, which removes slots.lock
+		}
 		c.Leftovers = append(c.Leftovers, found...)
 	}
 	return c, nil
@@ -701,4 +705,14 @@ func (s Store) CountLeftovers(channelRoot string, now time.Time) int {
 		}
 	}
 	return n
+}
+
+// removeEmptyMain removes the Main's folder in the store once nothing is
+// left in it; os.Remove refuses a folder that is not empty, so nothing
+// else is ever removed.
+func (s Store) removeEmptyMain(m string) {
+	dir := s.mainDir(m)
+	os.Remove(filepath.Join(dir, "runs"))
+	os.Remove(filepath.Join(dir, "bindings"))
+	os.Remove(dir)
 }

@@ -600,12 +600,13 @@ func TestGcMainThatCanNeverBeResumed(t *testing.T) {
 		SessionPersistence: "persistent", SubSessionID: "s-manual", ChannelDir: filepath.Join(root, "eph", "manual-1"), CreatedAt: 1, ClosedAt: 2}
 	rt.Store.SaveRun(manual)
 	rt.Store.SaveBinding(Binding{MainSessionID: "eph", ProfileName: "release", RunID: "manual-1"})
+	eph2, _ := retained("eph2", "writer")
 	keptRun, _ := retained("kept", "writer")
 	liveRun, _ := retained("live", "writer")
 
 	sessionFile := filepath.Join(f.dir, "kept.jsonl")
 	os.WriteFile(sessionFile, nil, 0o600)
-	for main, lease := range map[string]channel.MainLease{"eph": {Ephemeral: true}, "kept": {SessionFile: sessionFile}} {
+	for main, lease := range map[string]channel.MainLease{"eph": {Ephemeral: true}, "eph2": {Ephemeral: true}, "kept": {SessionFile: sessionFile}} {
 		release, err := channel.HoldMainPresence(root, main, lease)
 		if err != nil {
 			t.Fatal(err)
@@ -622,7 +623,7 @@ func TestGcMainThatCanNeverBeResumed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := sortFound([]found{{LeftoverMainGone, ephWriter}, {LeftoverMainGone, ephReviewer}, {LeftoverMainGone, "manual-1"}, {LeftoverMainGone, ""}})
+	want := sortFound([]found{{LeftoverMainGone, ephWriter}, {LeftoverMainGone, ephReviewer}, {LeftoverMainGone, "manual-1"}, {LeftoverMainGone, ""}, {LeftoverMainGone, eph2}})
 	if diff := cmp.Diff(want, sortFound(kinds(dry))); diff != "" {
 		t.Fatalf("dry run (-want +got):\n%s\n%s", diff, dry.Text())
 	}
@@ -631,8 +632,8 @@ func TestGcMainThatCanNeverBeResumed(t *testing.T) {
 			t.Errorf("reason %q", l.Reason)
 		}
 	}
-	if n := rt.Store.CountLeftovers(root, f.now); n != 4 {
-		t.Errorf("startup count = %d, want 4", n)
+	if n := rt.Store.CountLeftovers(root, f.now); n != 5 {
+		t.Errorf("startup count = %d, want 5", n)
 	}
 	applied, err := rt.GC(ctx, true)
 	if err != nil || applied.Failed() != nil {
@@ -662,7 +663,16 @@ func TestGcMainThatCanNeverBeResumed(t *testing.T) {
 		t.Errorf("the gone Main's binding is still there")
 	}
 	if _, err := os.Stat(filepath.Join(root, "eph")); !os.IsNotExist(err) {
-		t.Errorf("the gone Main's folder is still there: %v", err)
+		t.Errorf("the gone Main's channel folder is still there: %v", err)
+	}
+	for _, dir := range []string{filepath.Join(root, "eph2"), rt.Store.mainDir("eph2")} {
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("the emptied folder %s of a gone Main is still there: %v", dir, err)
+		}
+	}
+	// Its folder in the store keeps the persistent record other Mains may resume.
+	if _, err := os.Stat(rt.Store.mainDir("eph")); err != nil {
+		t.Errorf("the gone Main's store folder, with a record in it, was removed: %v", err)
 	}
 	for main, id := range map[string]string{"kept": keptRun, "live": liveRun} {
 		if r, ok, _ := rt.Store.LoadRun(main, id); !ok || !channelExists(r) {
