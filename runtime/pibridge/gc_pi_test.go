@@ -21,9 +21,15 @@ import (
 // message nobody receives), the Sub is killed with SIGKILL, and the Main's
 // next message to it is never read. facets gc lists exactly that run as
 // sub-exited; --apply closes its window, archives both messages byte for
-// byte and removes the run, and a second gc finds nothing.
+// byte and removes the run, and a second gc finds nothing. A Main started
+// with --no-session says so in its presence file, so once its runs are
+// released its folder goes too; a Main with a session file keeps it.
 func TestGcAfterKill9InTmuxWithRealPi(t *testing.T) {
-	const main = "facets-main-gc"
+	t.Run("persistent", func(t *testing.T) { gcAfterKill9(t, false) })
+	t.Run("ephemeral", func(t *testing.T) { gcAfterKill9(t, true) })
+}
+
+func gcAfterKill9(t *testing.T, ephemeral bool) {
 	mock := startMock(t, func(n int, req chatRequest) reply {
 		last := req.last()
 		text := last.text()
@@ -44,6 +50,11 @@ func TestGcAfterKill9InTmuxWithRealPi(t *testing.T) {
 		"tools": []string{"read", "delegate", "talk", "close_sub", "list_sub"}, "invocation": "manual"})
 	e.profile("worker", map[string]any{"description": "Waits", "model": "mock/mock-model", "tools": []string{"read"}})
 	srv, tmuxEnv := e.startTmux()
+	main := "facets-main-gc"
+	args := []string{"--no-extensions", "-e", e.bridge, "--profile", "orchestrator", "--session-id", main}
+	if ephemeral {
+		args = append(args, "--no-session")
+	}
 	facets := func(args ...string) string {
 		t.Helper()
 		out, stderr, code := e.runCmd(append(tmuxEnv, "PI_FACETS_MAIN_SESSION="+main), e.facets, args...)
@@ -53,14 +64,14 @@ func TestGcAfterKill9InTmuxWithRealPi(t *testing.T) {
 		return out
 	}
 
-	mainPi := e.startRPC(tmuxEnv, "--no-extensions", "-e", e.bridge, "--profile", "orchestrator", "--session-id", main)
+	mainPi := e.startRPC(tmuxEnv, args...)
 	mainPi.send(map[string]any{"id": "p1", "type": "prompt", "message": "delegate"})
 	if r := mainPi.response("p1"); r["success"] != true {
 		t.Fatalf("prompt: %v", r)
 	}
-	var run struct{ RunID, ChannelDir string }
+	var run struct{ RunID, ChannelDir, MainSessionID string }
 	mainPi.waitFor("the Sub to take its presence lock", 60*time.Second, func([]map[string]any) bool {
-		files, _ := filepath.Glob(filepath.Join(e.agentDir, "facets", "state", main, "runs", "*.json"))
+		files, _ := filepath.Glob(filepath.Join(e.agentDir, "facets", "state", "*", "runs", "*.json"))
 		if len(files) != 1 {
 			return false
 		}
@@ -68,6 +79,7 @@ func TestGcAfterKill9InTmuxWithRealPi(t *testing.T) {
 		if json.Unmarshal(data, &run) != nil || run.ChannelDir == "" {
 			return false
 		}
+		main = run.MainSessionID // Pi's own id when --no-session made it ignore ours
 		p, _ := channel.SubPresence(run.ChannelDir)
 		return p == channel.PresenceLive
 	})
@@ -76,14 +88,15 @@ func TestGcAfterKill9InTmuxWithRealPi(t *testing.T) {
 	if err := syscall.Kill(mainPi.cmd.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	// Its presence file says it can be resumed from its session file, so
-	// nothing of it is main-gone.
+	// Its presence file says whether it can be resumed from a session file.
+	root := filepath.Join(e.runtime, fmt.Sprintf("pi-facets-%d", os.Geteuid()))
 	waitUntil(t, "the Main's presence lock to be free", 30*time.Second, func() bool {
-		p, _, _ := channel.MainPresence(filepath.Join(e.runtime, fmt.Sprintf("pi-facets-%d", os.Geteuid())), main)
+		p, _, _ := channel.MainPresence(root, channel.Safe(main))
 		return p == channel.PresenceExited
 	})
-	if _, lease, err := channel.MainPresence(filepath.Join(e.runtime, fmt.Sprintf("pi-facets-%d", os.Geteuid())), main); err != nil || lease.Ephemeral || !strings.HasSuffix(lease.SessionFile, ".jsonl") {
-		t.Errorf("the Main's lease: %+v %v, want its session file", lease, err)
+	_, lease, err := channel.MainPresence(root, channel.Safe(main))
+	if err != nil || lease.Ephemeral != ephemeral || ephemeral == strings.HasSuffix(lease.SessionFile, ".jsonl") {
+		t.Errorf("the Main's lease: %+v %v, want ephemeral %v or its session file", lease, err, ephemeral)
 	}
 	facets("talk", "--run", run.RunID, "--message", "REPORT_PLEASE")
 	toMain := filepath.Join(run.ChannelDir, "to-main")
@@ -139,6 +152,9 @@ func TestGcAfterKill9InTmuxWithRealPi(t *testing.T) {
 	}
 	if out := facets("gc"); strings.TrimSpace(out) != "No Facets leftovers." {
 		t.Errorf("second gc:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(root, channel.Safe(main))); os.IsNotExist(err) != ephemeral {
+		t.Errorf("the Main's channel folder after gc: %v; want it removed only for an ephemeral Main", err)
 	}
 }
 
