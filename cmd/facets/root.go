@@ -129,6 +129,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newInterruptCmd(a),
 		newCloseCmd(a),
 		newListCmd(a),
+		newGCCmd(a),
 		newLSPCmd(a),
 		newExplainCmd(a),
 		newHerdrVisibilityCmd(a),

@@ -8,6 +8,7 @@ package startup
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/facets-dev/facets/compiler"
 	"github.com/facets-dev/facets/compiler/manifest"
@@ -87,7 +88,11 @@ func mainPlan(c Call, getenv func(string) string, home string) pibridge.Plan {
 		// --approve: when the project is trusted.
 		return profiles.DefaultThinkingLevel(profiles.Env{AgentDir: m.AgentDir, Cwd: m.Cwd}, model, m.Trust.Trusted)
 	})
-	plan.Serve = pibridge.HasRuns(channel.RuntimeRoot(getenv), c.MainSession)
+	root := channel.RuntimeRoot(getenv)
+	plan.Serve = pibridge.HasRuns(root, c.MainSession)
+	if line := leftoverLine(getenv, m.AgentDir, root); line != "" {
+		plan.Warnings = append(plan.Warnings, line)
+	}
 	if warning != "" {
 		plan.Warnings = append(plan.Warnings, warning)
 	}
@@ -173,17 +178,36 @@ func OpenSubChannel(getenv func(string) string) (*channel.Channel, error) {
 	return c, nil
 }
 
+// stateDir is where runs are kept: $FACETS_STATE_DIR, else the default
+// under the agent dir.
+func stateDir(getenv func(string) string, agentDir string) string {
+	if state := getenv(envvar.StateDir); state != "" {
+		return state
+	}
+	return subs.DefaultStateDir(agentDir)
+}
+
 // keptWorktreesLine is the one line a starting Main shows when finished
 // Subs left worktrees with work in them, so none is forgotten; it reads
 // only run records (no git), and says nothing when there are none.
 func keptWorktreesLine(agentDir string, getenv func(string) string) string {
-	state := getenv(envvar.StateDir)
-	if state == "" {
-		state = subs.DefaultStateDir(agentDir)
-	}
-	n, err := subs.Store{Dir: state}.KeptWorktrees()
+	n, err := subs.Store{Dir: stateDir(getenv, agentDir)}.KeptWorktrees()
 	if err != nil || n == 0 {
 		return ""
 	}
 	return fmt.Sprintf("%d Facets worktree(s) of finished Subs hold work for review: facets list shows them, facets close --run ID --discard removes one.", n)
+}
+
+// leftoverLine is the Main's one startup line about what crashes left
+// behind (subs.Store.CountLeftovers: local files only, no surface is
+// asked), or "" when there is nothing.
+func leftoverLine(getenv func(string) string, agentDir, root string) string {
+	switch n := (subs.Store{Dir: stateDir(getenv, agentDir)}).CountLeftovers(root, time.Now()); n {
+	case 0:
+		return ""
+	case 1:
+		return "1 Facets leftover; run facets gc"
+	default:
+		return fmt.Sprintf("%d Facets leftovers; run facets gc", n)
+	}
 }

@@ -139,7 +139,11 @@ func HasRuns(root, mainSession string) bool {
 		return true // unknown session: be safe and serve
 	}
 	entries, err := os.ReadDir(filepath.Join(root, channel.Safe(mainSession)))
-	return err != nil && !errors.Is(err, fs.ErrNotExist) || len(entries) > 0
+	if err != nil {
+		return !errors.Is(err, fs.ErrNotExist)
+	}
+	// A run channel is a directory; the Main's presence file is not one.
+	return slices.ContainsFunc(entries, fs.DirEntry.IsDir)
 }
 
 // ActiveProfile is the launch snapshot the extension applies to Pi.

@@ -44,6 +44,8 @@ type request struct {
 	Aborted   bool   `json:"aborted,omitempty"`
 	SessionID string `json:"sessionId,omitempty"`
 	File      string `json:"sessionFile,omitempty"`
+	// File is the Pi session file ("session"); a Main without one is
+	// ephemeral (pi --no-session).
 	// Closed names a run a runtime command has just closed (scan only).
 	Closed string `json:"closed,omitempty"`
 }
@@ -77,6 +79,29 @@ type server struct {
 	turnID   string
 	closing  bool
 	reported map[string]bool // problems already reported once
+	// releaseMain releases the Main's presence lock (holdMain); nil
+	// until the extension has said which session the Main runs.
+	releaseMain func()
+}
+
+// holdMain takes the Main's presence lock, once, with what the extension
+// said of its session: facets gc reads a free lock of an ephemeral Main
+// as a Main whose runs no one will ever receive.
+func (s *server) holdMain(lease channel.MainLease) {
+	s.mu.Lock()
+	held := s.releaseMain != nil
+	s.mu.Unlock()
+	if held {
+		return
+	}
+	release, err := channel.HoldMainPresence(s.opts.Root, s.opts.MainSession, lease)
+	if err != nil {
+		s.problem(err.Error())
+		return
+	}
+	s.mu.Lock()
+	s.releaseMain = release
+	s.mu.Unlock()
 }
 
 // Serve runs the delivery server of one Pi process: it reads JSON-line
@@ -89,6 +114,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts ServeOptions) 
 	s := &server{opts: opts, receipts: channel.NewMemoryReceipts(), out: json.NewEncoder(out),
 		chans: map[string]*channel.Channel{}, reported: map[string]bool{}}
 	s.out.SetEscapeHTML(false)
+	var presenceErr error
 	switch opts.Role {
 	case "main":
 		s.dir = channel.ToMain
@@ -103,10 +129,25 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts ServeOptions) 
 		}
 		s.sub = c
 		s.chans[c.Manifest().RunID] = c
+		// Held for the process's life: facets gc and the slot count read
+		// a free lock as a Sub that is gone.
+		release, err := c.HoldPresence()
+		if err != nil {
+			presenceErr = err
+		} else {
+			defer release()
+		}
 	default:
 		return fmt.Errorf("serve: unknown role %q (want main or sub)", opts.Role)
 	}
 	defer s.closeChannels()
+	defer func() {
+		s.mu.Lock()
+		if s.releaseMain != nil {
+			s.releaseMain()
+		}
+		s.mu.Unlock()
+	}()
 	s.rx = channel.NewReceiver(s.dir, s.receipts, s.submit, s.receiverProblem)
 	w, err := channel.NewWatcher(s.dir, s.scan, channel.WatchOptions{Report: func(err error) { s.problem(err.Error()) }, ScanMoved: s.scanMoved})
 	if err != nil {
@@ -114,6 +155,9 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts ServeOptions) 
 	}
 	s.w = w
 	defer w.Close()
+	if presenceErr != nil {
+		s.problem(presenceErr.Error())
+	}
 	if s.sub != nil {
 		// The runtime removes a Sub's channel only once its run is closed,
 		// so for a Sub the removal is its close, whenever it comes.
@@ -240,6 +284,9 @@ func (s *server) handle(req request) {
 			if err := c.WriteSession(req.SessionID, req.File); err != nil {
 				s.problem(err.Error())
 			}
+		}
+		if s.sub == nil {
+			s.holdMain(channel.MainLease{SessionFile: req.File, Ephemeral: req.File == ""})
 		}
 	case "quit":
 		// A Sub closed by its user (not by close_sub) tells the Main so.

@@ -380,7 +380,7 @@ func (rt *Runtime) reserve(req DelegateRequest, p manifest.Profile, title, task,
 	var open []*Run
 	for _, r := range runs {
 		rt.refresh(r)
-		if r.Open() {
+		if r.Open() && holdsSlot(r) { // a Sub that is provably gone frees its slot at once
 			open = append(open, r)
 			if resumeID != "" && r.SubSessionID == resumeID {
 				return nil, nil, fmt.Errorf("Persistent Sub session '%s' is already open.", resumeID)

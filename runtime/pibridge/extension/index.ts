@@ -512,7 +512,9 @@ export default function (pi: ExtensionAPI) {
     }
     for (const text of inflight()) request({ op: "inflight", text });
     const file = ctx.sessionManager.getSessionFile();
-    if (isSub && file) request({ op: "session", sessionId: ctx.sessionManager.getSessionId(), sessionFile: file });
+    // A Main without a session file (pi --no-session) can never be resumed
+    // once it exits; facets gc reads that from the Main's presence file.
+    if (isSub ? file : true) request({ op: "session", sessionId: ctx.sessionManager.getSessionId(), ...(file ? { sessionFile: file } : {}) });
     request({ op: "ready" });
   }
 
