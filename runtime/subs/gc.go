@@ -38,6 +38,12 @@ const (
 	LeftoverOrphanChannel LeftoverKind = "orphan-channel"
 	// LeftoverStaleBinding: a profile binding to a run that no longer exists.
 	LeftoverStaleBinding LeftoverKind = "stale-binding"
+	// LeftoverWorktree: a closed run's kept worktree that holds nothing
+	// found nowhere else: no uncommitted changes, and every commit of its
+	// branch is on another branch or tag (the Main merged it). A worktree
+	// with work is never one: facets list shows it until the user merges
+	// or discards it.
+	LeftoverWorktree LeftoverKind = "worktree"
 	// LeftoverMainGone: what only its Main could use, once that Main has
 	// exited and can never be resumed (it ran without a session file, or
 	// its session file is gone): a closed run's channel whose messages wait
@@ -49,12 +55,10 @@ const (
 )
 
 // LeftoverKinds are the kinds gc looks for, in the order it reports them.
-// A worktree of a finished run is the kind to add here once runs have
-// worktrees; like every kind it must keep what it cannot prove is safe to
-// drop (a worktree with commits or changes is never removed).
+// Each keeps what it cannot prove is safe to drop.
 func LeftoverKinds() []LeftoverKind {
 	return []LeftoverKind{LeftoverSubExited, LeftoverSurfaceGone, LeftoverNoChannel,
-		LeftoverOrphanChannel, LeftoverStaleBinding, LeftoverMainGone, LeftoverUncertain}
+		LeftoverOrphanChannel, LeftoverStaleBinding, LeftoverWorktree, LeftoverMainGone, LeftoverUncertain}
 }
 
 // Leftover is one thing gc found: what it is, why it is left over and what
@@ -242,6 +246,9 @@ func (rt *Runtime) leftovers(ctx context.Context, m string) []Leftover {
 		if l, ok := rt.runLeftover(ctx, m, r); ok {
 			out = append(out, l)
 		}
+		if l, ok := rt.worktreeLeftover(ctx, m, r); ok {
+			out = append(out, l)
+		}
 	}
 	out = append(out, rt.orphanChannels(m, named, len(bad) > 0)...)
 	switch gone, why, err := rt.mainGone(m); {
@@ -286,7 +293,9 @@ func (rt *Runtime) mainLeftovers(m string, runs []*Run, why string) []Leftover {
 		}
 		l := Leftover{Kind: LeftoverMainGone, MainSession: m, RunID: r.RunID, Path: rt.Store.runPath(m, r.RunID)}
 		keep := "delete the run record"
-		if r.Persistent() && !r.Manual() {
+		if r.keepsWorktree() {
+			keep = "keep the closed run record (its worktree " + r.Worktree.Path + " holds work; facets list shows it)"
+		} else if r.Persistent() && !r.Manual() {
 			keep = "keep the closed run record (any Main may resume its session)"
 		} else if r.Persistent() {
 			keep = "archive the run record (its session reference), delete it"
@@ -295,7 +304,7 @@ func (rt *Runtime) mainLeftovers(m string, runs []*Run, why string) []Leftover {
 		case channelExists(r):
 			l.Reason = why + "; the closed run's channel still holds what the Sub sent it"
 			l.Action = "archive the channel's unreceived files, remove the channel; " + keep
-		case r.Persistent() && r.Manual():
+		case r.Persistent() && r.Manual() && !r.keepsWorktree():
 			l.Reason = why + "; this user-invoked session could be resumed only from that Main"
 			l.Action = keep
 		default:
@@ -383,6 +392,9 @@ func runAction(r *Run, kind LeftoverKind) string {
 		steps = append(steps, "archive the channel's unreceived files, remove the channel")
 	} else if r.Persistent() && r.SubSessionID != "" {
 		steps = append(steps, "archive the record (its session reference)")
+	}
+	if r.keepsWorktree() {
+		steps = append(steps, "remove its worktree if it holds no work, else keep it and the run record (facets list shows it)")
 	}
 	if r.Persistent() || r.Manual() {
 		steps = append(steps, "mark the run closed (its session stays resumable)")
@@ -502,6 +514,8 @@ func (rt *Runtime) release(ctx context.Context, l *Leftover) {
 		if rerr := os.Remove(l.Path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			err = fmt.Errorf("delete binding %s: %w", l.Path, rerr)
 		}
+	case LeftoverWorktree:
+		err = rt.releaseWorktree(ctx, l)
 	case LeftoverMainGone:
 		err = rt.releaseMainLeftover(l)
 	default:
@@ -543,12 +557,75 @@ func (rt *Runtime) releaseRun(ctx context.Context, l *Leftover) error {
 			return err
 		}
 	}
-	if !r.Persistent() && !r.Manual() {
+	// The worktree outlives the Sub: an empty one goes, one with work stays
+	// (and so does the record that shows it).
+	rt.settleWorktree(ctx, r)
+	if !r.Persistent() && !r.Manual() && !r.keepsWorktree() {
 		return rt.Store.DeleteRun(r.MainSessionID, r.RunID)
 	}
 	r.ClosedAt = rt.now().UnixMilli()
 	r.UpdatedAt = r.ClosedAt
 	r.LaunchPID, r.LaunchError = 0, ""
+	return rt.Store.SaveRun(r)
+}
+
+// worktreeLeftover is a closed run's kept worktree whose work is all
+// elsewhere (see LeftoverWorktree); git is asked, so a Main's startup
+// count leaves this kind out. A worktree git cannot inspect is uncertain.
+func (rt *Runtime) worktreeLeftover(ctx context.Context, m string, r *Run) (Leftover, bool) {
+	l := Leftover{MainSession: m, RunID: r.RunID, Path: rt.Store.runPath(m, r.RunID)}
+	if r.Open() || !r.keepsWorktree() {
+		return l, false
+	}
+	w := *r.Worktree
+	s, err := rt.Git.Inspect(ctx, w)
+	switch {
+	case err != nil:
+		l.Kind, l.Reason, l.Action = LeftoverUncertain, "cannot inspect worktree "+w.Path+": "+err.Error(), "nothing"
+		return l, true
+	case s.RepoMissing:
+		l.Kind, l.Reason, l.Action = LeftoverUncertain, "the repository at "+w.Repo+" of worktree "+w.Path+" is gone, so git cannot say what the worktree holds", "nothing: look at the worktree, then remove it by hand"
+		return l, true
+	case len(s.Uncommitted) > 0:
+		return l, false
+	}
+	if !s.BranchMissing {
+		unique, err := rt.Git.UniqueCommits(ctx, w)
+		if err != nil {
+			l.Kind, l.Reason, l.Action = LeftoverUncertain, err.Error(), "nothing"
+			return l, true
+		}
+		if len(unique) > 0 {
+			return l, false
+		}
+	}
+	l.Kind = LeftoverWorktree
+	l.Reason = "the run is closed and its worktree " + w.Path + " holds nothing found nowhere else: no uncommitted changes, and every commit of branch " + w.Branch + " is on another branch or tag"
+	l.Action = "remove the worktree and branch " + w.Branch
+	if channelExists(r) || r.Persistent() || r.Manual() {
+		l.Action += "; keep the run record"
+	} else {
+		l.Action += "; delete the run record"
+	}
+	return l, true
+}
+
+// releaseWorktree removes a LeftoverWorktree's worktree and branch (git's
+// and facets' checks run again, under the repository lock) and the run
+// record when nothing else keeps it.
+func (rt *Runtime) releaseWorktree(ctx context.Context, l *Leftover) error {
+	r, ok, err := rt.Store.LoadRun(l.MainSession, l.RunID)
+	if err != nil || !ok || r.Open() || !r.keepsWorktree() {
+		return err // released meanwhile
+	}
+	if err := rt.Git.Remove(ctx, *r.Worktree, false); err != nil {
+		return err
+	}
+	r.WorktreeRemoved = true
+	r.UpdatedAt = rt.now().UnixMilli()
+	if !channelExists(r) && !r.Persistent() && !r.Manual() {
+		return rt.Store.DeleteRun(r.MainSessionID, r.RunID)
+	}
 	return rt.Store.SaveRun(r)
 }
 
@@ -570,7 +647,7 @@ func (rt *Runtime) releaseMainLeftover(l *Leftover) error {
 			return err
 		}
 	}
-	if r.Persistent() && !r.Manual() {
+	if r.Persistent() && !r.Manual() || r.keepsWorktree() {
 		return nil
 	}
 	if r.Persistent() && l.Archive == "" {

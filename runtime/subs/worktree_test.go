@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -438,5 +439,84 @@ func TestChooseBranch(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("taken %q: chose %q, want %q", tc.taken, got, tc.want)
 		}
+	}
+}
+
+// TestGcWorktrees: gc never removes a worktree that holds work found
+// nowhere else; a merged, clean one of a closed run is a leftover it
+// removes; a Sub that died keeps its worktree with work, and loses an
+// empty one, when gc releases its run.
+func TestGcWorktrees(t *testing.T) {
+	f := newWorktreeFixture(t)
+	ctx := context.Background()
+	commit := func(d Delegation, name string) {
+		os.WriteFile(filepath.Join(d.Worktree.Path, name), []byte(name+"\n"), 0o644)
+		gitIn(t, d.Worktree.Path, "add", ".")
+		gitIn(t, d.Worktree.Path, "commit", "--quiet", "-m", name)
+	}
+	merged := f.delegate(t, "writer", "merged")
+	commit(merged, "m.txt")
+	unmerged := f.delegate(t, "writer", "unmerged")
+	commit(unmerged, "u.txt")
+	dirty := f.delegate(t, "writer", "dirty")
+	os.WriteFile(filepath.Join(dirty.Worktree.Path, "a.txt"), []byte("half\n"), 0o644)
+	for _, d := range []Delegation{merged, unmerged, dirty} {
+		f.close(d.RunID)
+	}
+	gitIn(t, f.repo, "merge", "--quiet", merged.Worktree.Branch)
+
+	// Two Subs that died without a close: one did work, one did not.
+	diedWork := f.delegate(t, "writer", "died with work")
+	commit(diedWork, "d.txt")
+	diedEmpty := f.delegate(t, "writer", "died empty")
+	for _, d := range []Delegation{diedWork, diedEmpty} {
+		release, err := f.sub(d.RunID).HoldPresence()
+		if err != nil {
+			t.Fatal(err)
+		}
+		release()
+	}
+
+	rt := f.runtime()
+	c, err := rt.GC(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]LeftoverKind{}
+	for _, l := range c.Leftovers {
+		got[l.RunID] = l.Kind
+	}
+	want := map[string]LeftoverKind{merged.RunID: LeftoverWorktree, diedWork.RunID: LeftoverSubExited, diedEmpty.RunID: LeftoverSubExited}
+	if !maps.Equal(got, want) {
+		t.Fatalf("leftovers %v, want %v\n%s", got, want, c.Text())
+	}
+	if !strings.Contains(c.Text(), "every commit of branch "+merged.Worktree.Branch+" is on another branch or tag") {
+		t.Errorf("dry run text:\n%s", c.Text())
+	}
+
+	if _, err := rt.GC(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []Delegation{merged, diedEmpty} {
+		if _, err := os.Stat(d.Worktree.Path); !os.IsNotExist(err) {
+			t.Errorf("%s: worktree not removed: %v", d.Title, err)
+		}
+	}
+	for _, d := range []Delegation{unmerged, dirty, diedWork} {
+		if _, err := os.Stat(d.Worktree.Path); err != nil {
+			t.Errorf("%s: gc removed a worktree with work: %v", d.Title, err)
+		}
+	}
+	l, err := f.runtime().List(ctx, mainID, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, k := range l.Worktrees {
+		kept = append(kept, k.Title)
+	}
+	slices.Sort(kept)
+	if !slices.Equal(kept, []string{"died with work", "dirty", "unmerged"}) || len(l.Open) != 0 {
+		t.Errorf("after gc, kept worktrees %q and open %v", kept, l.Open)
 	}
 }
