@@ -90,14 +90,9 @@ func mainPlan(c Call, getenv func(string) string, home string) pibridge.Plan {
 	})
 	root := channel.RuntimeRoot(getenv)
 	plan.Serve = pibridge.HasRuns(root, c.MainSession)
-	if line := leftoverLine(getenv, m.AgentDir, root); line != "" {
-		plan.Warnings = append(plan.Warnings, line)
-	}
+	plan.Warnings = append(plan.Warnings, censusLines(getenv, m.AgentDir, root)...)
 	if warning != "" {
 		plan.Warnings = append(plan.Warnings, warning)
-	}
-	if line := keptWorktreesLine(m.AgentDir, getenv); line != "" {
-		plan.Warnings = append(plan.Warnings, line)
 	}
 	return plan
 }
@@ -187,27 +182,22 @@ func stateDir(getenv func(string) string, agentDir string) string {
 	return subs.DefaultStateDir(agentDir)
 }
 
-// keptWorktreesLine is the one line a starting Main shows when finished
-// Subs left worktrees with work in them, so none is forgotten; it reads
-// only run records (no git), and says nothing when there are none.
-func keptWorktreesLine(agentDir string, getenv func(string) string) string {
-	n, err := subs.Store{Dir: stateDir(getenv, agentDir)}.KeptWorktrees()
-	if err != nil || n == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%d Facets worktree(s) of finished Subs hold work for review: facets list shows them, facets close --run ID --discard removes one.", n)
-}
-
-// leftoverLine is the Main's one startup line about what crashes left
-// behind (subs.Store.CountLeftovers: local files only, no surface is
-// asked), or "" when there is nothing.
-func leftoverLine(getenv func(string) string, agentDir, root string) string {
-	switch n := (subs.Store{Dir: stateDir(getenv, agentDir)}).CountLeftovers(root, time.Now()); n {
+// censusLines are the Main's startup lines about the store, each only when
+// it has something to say: what crashes left behind, and the worktrees of
+// finished Subs that hold work, so none is forgotten. subs.Store.Census
+// reads local files only: no surface and no git is asked.
+func censusLines(getenv func(string) string, agentDir, root string) []string {
+	c := subs.Store{Dir: stateDir(getenv, agentDir)}.Census(root, time.Now())
+	var lines []string
+	switch c.Leftovers {
 	case 0:
-		return ""
 	case 1:
-		return "1 Facets leftover; run facets gc"
+		lines = append(lines, "1 Facets leftover; run facets gc")
 	default:
-		return fmt.Sprintf("%d Facets leftovers; run facets gc", n)
+		lines = append(lines, fmt.Sprintf("%d Facets leftovers; run facets gc", c.Leftovers))
 	}
+	if c.KeptWorktrees > 0 {
+		lines = append(lines, fmt.Sprintf("%d Facets worktree(s) of finished Subs hold work for review: facets list shows them, facets close --run ID --discard removes one.", c.KeptWorktrees))
+	}
+	return lines
 }

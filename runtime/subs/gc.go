@@ -748,16 +748,24 @@ func (rt *Runtime) newArchive(m, runID string) (string, error) {
 	}
 }
 
-// CountLeftovers counts, from local files alone (no surface is asked), the
-// leftovers of every Main in the store and under channelRoot that need no
-// surface to be recognised: what a Main's startup shows in one line.
-func (s Store) CountLeftovers(channelRoot string, now time.Time) int {
+// Census is what a starting Main says about the store in one line each:
+// leftovers gc would release, and finished runs' worktrees that hold work.
+type Census struct {
+	Leftovers     int
+	KeptWorktrees int
+}
+
+// Census counts, in one pass over local files (no surface and no git is
+// asked), the leftovers of every Main in the store and under channelRoot
+// that need no surface to be recognised, and the kept worktrees of
+// finished runs.
+func (s Store) Census(channelRoot string, now time.Time) Census {
 	rt := &Runtime{Store: s, ChannelRoot: channelRoot, Now: func() time.Time { return now }}
 	mains, err := rt.gcMains()
 	if err != nil {
-		return 0
+		return Census{}
 	}
-	n := 0
+	var c Census
 	for _, m := range mains {
 		runs, err := s.Runs(m)
 		var bad BadRecordsError
@@ -766,7 +774,10 @@ func (s Store) CountLeftovers(channelRoot string, now time.Time) int {
 		for _, r := range runs {
 			named[channel.Safe(r.RunID)] = true
 			if r.Open() && !holdsSlot(r) {
-				n++
+				c.Leftovers++
+			}
+			if !r.Open() && r.keepsWorktree() {
+				c.KeptWorktrees++
 			}
 		}
 		local := rt.orphanChannels(m, named, unsure)
@@ -777,11 +788,16 @@ func (s Store) CountLeftovers(channelRoot string, now time.Time) int {
 		}
 		for _, l := range local {
 			if l.Kind != LeftoverUncertain {
-				n++
+				c.Leftovers++
 			}
 		}
 	}
-	return n
+	return c
+}
+
+// CountLeftovers is Census's leftover count.
+func (s Store) CountLeftovers(channelRoot string, now time.Time) int {
+	return s.Census(channelRoot, now).Leftovers
 }
 
 // removeEmptyMain removes the Main's folder in the store once nothing is

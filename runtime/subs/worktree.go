@@ -386,26 +386,3 @@ func (rt *Runtime) CloseRun(ctx context.Context, req CloseRequest) (Closed, erro
 	out.Discarded = &d
 	return out, nil
 }
-
-// KeptWorktrees counts the closed runs of every Main whose worktrees are
-// kept. It reads run records only (no git), so a starting Main can afford
-// it; unreadable records are skipped.
-func (s Store) KeptWorktrees() (int, error) {
-	mains, err := s.MainSessions()
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, m := range mains {
-		runs, _, err := usableRuns(s.Runs(m))
-		if err != nil {
-			return 0, err
-		}
-		for _, r := range runs {
-			if !r.Open() && r.keepsWorktree() {
-				n++
-			}
-		}
-	}
-	return n, nil
-}
