@@ -126,15 +126,20 @@ func (g Git) Find(ctx context.Context, dir string) (Repo, error) {
 	if len(f) < 2 || f[1] != "true" {
 		return Repo{}, fmt.Errorf("%s is inside a git directory, not a work tree; start the Main in the work tree", dir)
 	}
-	out, err = g.run(ctx, dir, "rev-parse", "--show-toplevel", "--path-format=absolute", "--git-common-dir", "--show-prefix")
+	// Three plain queries, each answered on its line; --git-common-dir may
+	// be relative to dir (--path-format=absolute needs git 2.31).
+	out, err = g.run(ctx, dir, "rev-parse", "--show-toplevel", "--git-common-dir", "--show-prefix")
 	if err != nil {
 		return Repo{}, err
 	}
 	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-	if len(lines) < 2 {
+	if len(lines) < 2 || lines[0] == "" || lines[1] == "" {
 		return Repo{}, fmt.Errorf("git rev-parse in %s: unexpected answer %q", dir, out)
 	}
 	r := Repo{Top: lines[0], CommonDir: lines[1]}
+	if !filepath.IsAbs(r.CommonDir) {
+		r.CommonDir = filepath.Join(dir, r.CommonDir)
+	}
 	if len(lines) > 2 {
 		r.Prefix = strings.TrimSuffix(lines[2], "/")
 	}
@@ -284,13 +289,23 @@ type State struct {
 	Changed []string `json:"changed,omitempty"`
 	// Uncommitted lists git status --porcelain lines of the worktree.
 	Uncommitted []string `json:"uncommitted,omitempty"`
+	// Head says where the worktree's HEAD is when it left the facets
+	// branch ("branch fix/x", "a detached HEAD at abc123"); empty while
+	// it is on the branch.
+	Head string `json:"head,omitempty"`
+	// Stray lists, as "<sha12> <subject>", commits at the worktree's HEAD
+	// that no branch, tag or remote holds: work a removal would lose.
+	Stray []string `json:"stray,omitempty"`
 }
 
 // Empty reports whether the worktree holds no work: no commits past the
 // base and nothing uncommitted.
 func (s State) Empty() bool {
-	return !s.Missing && !s.RepoMissing && !s.BranchMissing && s.Ahead == 0 && len(s.Uncommitted) == 0
+	return !s.Missing && !s.RepoMissing && !s.BranchMissing && s.Ahead == 0 && len(s.Uncommitted) == 0 && s.Head == "" && len(s.Stray) == 0
 }
+
+// Gone reports whether neither the worktree nor its branch is left.
+func (s State) Gone() bool { return s.Missing && s.BranchMissing }
 
 // Summary is the state in one line: branch, commits ahead, files changed,
 // uncommitted changes.
@@ -298,6 +313,8 @@ func (s State) Summary(w Worktree) string {
 	switch {
 	case s.RepoMissing:
 		return fmt.Sprintf("branch %s: the repository at %s is gone (moved or deleted); the worktree at %s is kept", w.Branch, w.Repo, w.Path)
+	case s.Gone():
+		return fmt.Sprintf("branch %s and its worktree %s are gone", w.Branch, w.Path)
 	case s.BranchMissing:
 		return fmt.Sprintf("branch %s was deleted; the worktree at %s is kept", w.Branch, w.Path)
 	}
@@ -313,6 +330,12 @@ func (s State) Summary(w Worktree) string {
 		line += fmt.Sprintf(", %d uncommitted change(s) in %s", len(s.Uncommitted), w.Path)
 	default:
 		line += ", worktree " + w.Path
+	}
+	if s.Head != "" {
+		line += "; its HEAD is now on " + s.Head
+	}
+	if len(s.Stray) > 0 {
+		line += fmt.Sprintf("; %d commit(s) at its HEAD are on no branch: %s", len(s.Stray), strings.Join(s.Stray, "; "))
 	}
 	return line
 }
@@ -335,14 +358,7 @@ func (g Git) Inspect(ctx context.Context, w Worktree) (State, error) {
 	if _, err := os.Stat(w.Path); err != nil {
 		s.Missing = true
 	}
-	git := func(args ...string) ([]byte, error) { return g.run(ctx, w.Repo, args...) }
-	if _, err := os.Stat(w.Repo); err != nil {
-		// The Main's work tree moved but its git directory is still there
-		// (a linked Main work tree); ask the git directory itself.
-		git = func(args ...string) ([]byte, error) {
-			return g.run(ctx, w.CommonDir, append([]string{"--git-dir=" + w.CommonDir}, args...)...)
-		}
-	}
+	git := func(args ...string) ([]byte, error) { return g.inRepo(ctx, w, args...) }
 	if _, err := git("show-ref", "--verify", "--quiet", "refs/heads/"+w.Branch); err != nil {
 		s.BranchMissing = true
 		return s, nil
@@ -362,13 +378,55 @@ func (g Git) Inspect(ctx context.Context, w Worktree) (State, error) {
 		s.Changed = lines(out)
 	}
 	if !s.Missing {
-		out, err = g.run(ctx, w.Path, "status", "--porcelain", "--untracked-files=normal")
+		out, err = g.run(ctx, w.Path, "status", "--porcelain", "--untracked-files=normal", "--ignore-submodules=none")
 		if err != nil {
 			return s, fmt.Errorf("inspect worktree %s: %w", w.Path, err)
 		}
 		s.Uncommitted = lines(out)
+		if s.Head, s.Stray, err = g.head(ctx, w); err != nil {
+			return s, fmt.Errorf("inspect worktree %s: %w", w.Path, err)
+		}
 	}
 	return s, nil
+}
+
+// head reports where w's HEAD is when it is not on w's branch, and the
+// commits at HEAD that no branch, tag or remote holds (a Sub that
+// committed on a detached HEAD).
+func (g Git) head(ctx context.Context, w Worktree) (string, []string, error) {
+	var where string
+	if b, err := g.run(ctx, w.Path, "symbolic-ref", "--quiet", "HEAD"); err == nil {
+		if ref := strings.TrimSpace(string(b)); ref != "refs/heads/"+w.Branch {
+			where = "branch " + strings.TrimPrefix(ref, "refs/heads/")
+		}
+	} else {
+		sha, err := g.run(ctx, w.Path, "rev-parse", "--short=12", "HEAD")
+		if err != nil {
+			return "", nil, err
+		}
+		where = "a detached HEAD at " + strings.TrimSpace(string(sha))
+	}
+	if where == "" {
+		return "", nil, nil
+	}
+	out, err := g.run(ctx, w.Path, "log", "--format=%h %s", "--abbrev=12", "HEAD", "--not", "--branches", "--tags", "--remotes")
+	if err != nil {
+		return "", nil, err
+	}
+	return where, lines(out), nil
+}
+
+// inRepo runs git on w's repository from wherever it can still be
+// reached: the Main's work tree, else the worktree, else the git directory
+// itself (the Main's work tree was moved or was a linked worktree since
+// removed).
+func (g Git) inRepo(ctx context.Context, w Worktree, args ...string) ([]byte, error) {
+	for _, dir := range []string{w.Repo, w.Path} {
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+			return g.run(ctx, dir, args...)
+		}
+	}
+	return g.run(ctx, w.CommonDir, append([]string{"--git-dir=" + w.CommonDir}, args...)...)
 }
 
 func lines(b []byte) []string {
@@ -385,9 +443,13 @@ func lines(b []byte) []string {
 // w's branch that no other branch or tag holds: the work a removal of the
 // branch would lose.
 func (g Git) UniqueCommits(ctx context.Context, w Worktree) ([]string, error) {
-	out, err := g.run(ctx, w.Repo, "log", "--format=%h %s", "--abbrev=12", "refs/heads/"+w.Branch,
-		// --exclude names the branch as --branches sees it, without refs/heads/.
-		"--not", "--exclude="+w.Branch, "--branches", "--tags", "--remotes")
+	// --exclude names the branch as --branches sees it, without refs/heads/.
+	args := []string{"log", "--format=%h %s", "--abbrev=12", "refs/heads/" + w.Branch, "--not", "--exclude=" + w.Branch, "--branches", "--tags", "--remotes"}
+	if fi, err := os.Stat(w.Repo); err == nil && fi.IsDir() {
+		// The Main's own HEAD (a detached one holds commits no branch has).
+		args = append(args, "HEAD")
+	}
+	out, err := g.inRepo(ctx, w, args...)
 	if err != nil {
 		return nil, fmt.Errorf("commits of branch %s: %w", w.Branch, err)
 	}
@@ -395,49 +457,69 @@ func (g Git) UniqueCommits(ctx context.Context, w Worktree) ([]string, error) {
 }
 
 // Remove deletes w's worktree and its branch. Without force it refuses a
-// worktree with uncommitted changes (git's own check) and a branch whose
-// commits no other branch or tag holds, naming them.
+// worktree with uncommitted changes (submodules included), commits at its
+// HEAD that are on no branch, and a branch whose commits no other branch or
+// tag holds, naming them; the checks and the removal run under the
+// repository lock, so nothing can slip in between.
 func (g Git) Remove(ctx context.Context, w Worktree, force bool) error {
+	unlock, err := lockRepo(w)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	_, statErr := os.Stat(w.Path)
+	present := statErr == nil
 	if !force {
-		if _, err := os.Stat(w.Path); err == nil {
-			out, err := g.run(ctx, w.Path, "status", "--porcelain", "--untracked-files=normal")
+		if present {
+			out, err := g.run(ctx, w.Path, "status", "--porcelain", "--untracked-files=normal", "--ignore-submodules=none")
 			if err != nil {
 				return fmt.Errorf("remove worktree %s: %w", w.Path, err)
 			}
 			if changes := lines(out); len(changes) > 0 {
 				return &UncommittedError{Path: w.Path, Changes: changes}
 			}
+			where, stray, err := g.head(ctx, w)
+			if err != nil {
+				return fmt.Errorf("remove worktree %s: %w", w.Path, err)
+			}
+			if len(stray) > 0 {
+				return &UnmergedError{Branch: where, Commits: stray}
+			}
 		}
-		unique, err := g.UniqueCommits(ctx, w)
-		if err != nil {
-			return err
-		}
-		if len(unique) > 0 {
-			return &UnmergedError{Branch: w.Branch, Commits: unique}
+		if g.branchExists(ctx, w) {
+			unique, err := g.UniqueCommits(ctx, w)
+			if err != nil {
+				return err
+			}
+			if len(unique) > 0 {
+				return &UnmergedError{Branch: w.Branch, Commits: unique}
+			}
 		}
 	}
-	unlock, err := lockRepo(w)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if _, err := os.Stat(w.Path); err == nil {
-		args := []string{"worktree", "remove", w.Path}
+	if present {
+		// One --force: facets has checked the work above (or was told to
+		// drop it); git alone refuses any worktree with submodules.
+		args := []string{"worktree", "remove", "--force", w.Path}
 		if force {
 			args = []string{"worktree", "remove", "--force", "--force", w.Path}
 		}
-		if _, err := g.run(ctx, w.Repo, args...); err != nil {
+		if _, err := g.inRepo(ctx, w, args...); err != nil {
 			return fmt.Errorf("remove worktree %s: %w", w.Path, err)
 		}
-	} else if _, err := g.run(ctx, w.Repo, "worktree", "prune"); err != nil {
+	} else if _, err := g.inRepo(ctx, w, "worktree", "prune"); err != nil {
 		return fmt.Errorf("remove worktree %s: %w", w.Path, err)
 	}
-	if g.BranchExists(ctx, Repo{Top: w.Repo}, w.Branch) {
-		if _, err := g.run(ctx, w.Repo, "branch", "-D", "--quiet", w.Branch); err != nil {
+	if g.branchExists(ctx, w) {
+		if _, err := g.inRepo(ctx, w, "branch", "-D", "--quiet", w.Branch); err != nil {
 			return fmt.Errorf("delete branch %s: %w", w.Branch, err)
 		}
 	}
 	return nil
+}
+
+func (g Git) branchExists(ctx context.Context, w Worktree) bool {
+	_, err := g.inRepo(ctx, w, "show-ref", "--verify", "--quiet", "refs/heads/"+w.Branch)
+	return err == nil
 }
 
 // UnmergedError refuses to remove a branch whose commits exist nowhere else.
