@@ -49,6 +49,9 @@ type Resumable struct {
 	Purpose            string `json:"purpose,omitempty"`
 	// Worktree is the session's worktree, which a resume reopens.
 	Worktree *worktree.Worktree `json:"worktree,omitempty"`
+	// runMain and runID name the closed run the session was read from,
+	// which hands its worktree over to the run that resumes it.
+	runMain, runID string
 }
 
 // Listing is the result of List.
@@ -321,6 +324,7 @@ func (rt *Runtime) resumables(mainSessionID string, withManual bool, problems *[
 		out = append(out, Resumable{
 			SessionID: id, SessionFile: r.SubSessionFile, Title: r.Title, Cwd: r.Cwd, ModifiedAt: modified,
 			Origin: r.Origin, ProfileName: r.ProfileName, Purpose: r.Purpose, Worktree: r.Worktree,
+			runMain: r.MainSessionID, runID: r.RunID,
 		})
 	}
 	sort.Slice(out, func(i, j int) bool {

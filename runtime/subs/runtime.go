@@ -212,7 +212,7 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p manifest
 		return Delegation{}, fmt.Errorf("Facets cannot open a Sub in %s: %w", rt.Surface.Name(), err)
 	}
 	var plan *plannedWorktree
-	var resumed *worktree.Worktree
+	var resumed *Resumable
 	if resumeID == "" {
 		if plan, err = rt.planWorktree(ctx, p, cwd); err != nil {
 			return Delegation{}, err
@@ -229,16 +229,15 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p manifest
 	switch {
 	case plan != nil:
 		cwd, notes, err = rt.makeWorktree(ctx, plan, run)
-	case resumed != nil:
-		err = rt.reopenWorktree(ctx, resumed, run)
+	case resumed != nil && resumed.Worktree != nil:
+		err = rt.reopenWorktree(ctx, resumed.Worktree, run)
 	}
 	if err == nil && run.Worktree != nil {
 		run.Cwd = cwd
 		err = rt.Store.SaveRun(run)
 	}
 	if err != nil {
-		rerr := errors.Join(rt.dropWorktree(ctx, run, plan != nil), ch.Remove(), rt.Store.DeleteRun(run.MainSessionID, run.RunID))
-		if rerr != nil {
+		if rerr := rt.rollback(ctx, run, ch, plan != nil); rerr != nil {
 			return Delegation{}, fmt.Errorf("%w (releasing run %s: %v)", err, run.RunID, rerr)
 		}
 		return Delegation{}, err
@@ -275,7 +274,7 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p manifest
 	case err != nil:
 		// The tab is gone (or never existed): release the slot, the channel
 		// and the worktree, which nothing has written to.
-		rerr := errors.Join(rt.dropWorktree(ctx, run, plan != nil), ch.Remove(), rt.Store.DeleteRun(run.MainSessionID, run.RunID))
+		rerr := rt.rollback(ctx, run, ch, plan != nil)
 		if rerr != nil {
 			return Delegation{}, fmt.Errorf("delegate: %w (releasing run %s: %v)", err, run.RunID, rerr)
 		}
@@ -286,6 +285,9 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p manifest
 	run.UpdatedAt = rt.now().UnixMilli()
 	if err := rt.Store.SaveRun(run); err != nil {
 		return Delegation{}, &RetainedRunError{RunID: run.RunID, Err: errors.New("The Sub started but its run could not be saved."), Persist: err}
+	}
+	if resumed != nil && resumed.Worktree != nil {
+		rt.handOverWorktree(resumed)
 	}
 	d := delegation(run)
 	d.Notes = notes

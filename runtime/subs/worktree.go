@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -72,9 +73,9 @@ func (rt *Runtime) planWorktree(ctx context.Context, p manifest.Profile, cwd str
 	return &plannedWorktree{repo: repo, dirty: dirty}, nil
 }
 
-// worktreePath is where run's worktree goes: <WorktreeDir>/<repo>-<run8>.
-func (rt *Runtime) worktreePath(repo worktree.Repo, runID string) string {
-	return filepath.Join(rt.WorktreeDir, channel.Safe(filepath.Base(repo.Top))+"-"+short(runID))
+// worktreePath is where a worktree goes: <WorktreeDir>/<repo>-<id>.
+func (rt *Runtime) worktreePath(repo worktree.Repo, id string) string {
+	return filepath.Join(rt.WorktreeDir, channel.Safe(filepath.Base(repo.Top))+"-"+id)
 }
 
 // makeWorktree creates run's worktree and copies the included ignored
@@ -85,7 +86,11 @@ func (rt *Runtime) makeWorktree(ctx context.Context, plan *plannedWorktree, run 
 		return "", nil, errors.New("delegate: no worktree directory configured")
 	}
 	branch := chooseBranch(run.ProfileName, run.RunID, func(b string) bool { return rt.Git.BranchExists(ctx, plan.repo, b) })
-	w, err := rt.Git.Create(ctx, plan.repo, rt.worktreePath(plan.repo, run.RunID), branch)
+	path := rt.worktreePath(plan.repo, short(run.RunID))
+	if _, err := os.Lstat(path); err == nil {
+		path = rt.worktreePath(plan.repo, run.RunID) // as with the branch: the full id is unique
+	}
+	w, err := rt.Git.Create(ctx, plan.repo, path, branch)
 	if err != nil {
 		return "", nil, fmt.Errorf("delegate: %w", err)
 	}
@@ -107,7 +112,14 @@ func (rt *Runtime) makeWorktree(ctx context.Context, plan *plannedWorktree, run 
 	if err := rt.Git.InitSubmodules(ctx, w.Path); err != nil {
 		notes = append(notes, err.Error())
 	}
-	return filepath.Join(w.Path, plan.repo.Prefix), notes, nil
+	cwd := filepath.Join(w.Path, plan.repo.Prefix)
+	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
+		// The Main's directory is not in the commit (untracked, or new):
+		// the Sub must not start anywhere but in its worktree.
+		notes = append(notes, fmt.Sprintf("The Main's directory %s is not in that commit: the Sub starts at the worktree's top.", plan.repo.Prefix))
+		cwd = w.Path
+	}
+	return cwd, notes, nil
 }
 
 // chooseBranch is facets/<profile>/<run8>, or with the full run id when a
@@ -149,6 +161,13 @@ func (rt *Runtime) settleWorktree(ctx context.Context, run *Run) *WorktreeInfo {
 		return info
 	}
 	info.State = &s
+	if s.Gone() {
+		// Nothing is left to keep (removed by another process, or by hand).
+		run.WorktreeRemoved = true
+		info.Removed = true
+		info.Summary = s.Summary(w)
+		return info
+	}
 	if s.Empty() {
 		if err := rt.Git.Remove(ctx, w, false); err == nil {
 			run.WorktreeRemoved = true
@@ -206,6 +225,9 @@ func (rt *Runtime) keptWorktrees(ctx context.Context, problems *[]string) ([]Kep
 			if r.Open() || !r.keepsWorktree() {
 				continue
 			}
+			if rt.worktreeUser(r) != nil {
+				continue // a resumed session works in it: listed with its open run
+			}
 			info := worktreeInfo(r.Worktree)
 			if s, err := rt.Git.Inspect(ctx, *r.Worktree); err != nil {
 				info.Summary = fmt.Sprintf("branch %s at %s: %v", r.Worktree.Branch, r.Worktree.Path, err)
@@ -229,10 +251,16 @@ type Discarded struct {
 	RunID  string `json:"runId"`
 	Branch string `json:"branch"`
 	Path   string `json:"path"`
+	// Left is the worktree directory left on disk because its repository
+	// is gone (forced discard only).
+	Left string `json:"left,omitempty"`
 }
 
 // Text is the discard result in one line.
 func (d Discarded) Text() string {
+	if d.Left != "" {
+		return fmt.Sprintf("Forgot worktree %s (branch %s): its repository is gone, so the directory is left as it is; remove it with rm -rf once you have what you need.", termesc.Escape(d.Left), termesc.Escape(d.Branch))
+	}
 	return fmt.Sprintf("Removed worktree %s and branch %s.", termesc.Escape(d.Path), termesc.Escape(d.Branch))
 }
 
@@ -267,7 +295,10 @@ func (rt *Runtime) Discard(ctx context.Context, ref string, force bool) (Discard
 	}
 	run := found[0]
 	if run.Open() {
-		return Discarded{}, fmt.Errorf("Run %s is open; close it first (facets close --run %s --discard closes and discards).", short(run.RunID), short(run.RunID))
+		return Discarded{}, fmt.Errorf("Run %s is open; close it from its Main first (facets close --run %s --discard --main-session %s closes and discards).", short(run.RunID), short(run.RunID), run.MainSessionID)
+	}
+	if user := rt.worktreeUser(run); user != nil {
+		return Discarded{}, fmt.Errorf("Worktree %s is in use by open run %s (a resumed session); close that run first.", run.Worktree.Path, short(user.RunID))
 	}
 	unlock, err := rt.Store.Lock(run.MainSessionID, "slots")
 	if err != nil {
@@ -275,8 +306,16 @@ func (rt *Runtime) Discard(ctx context.Context, ref string, force bool) (Discard
 	}
 	defer unlock()
 	w := *run.Worktree
+	left := ""
 	if !run.WorktreeRemoved {
-		if err := rt.Git.Remove(ctx, w, force); err != nil {
+		if s, err := rt.Git.Inspect(ctx, w); err == nil && s.RepoMissing {
+			// git cannot reach the repository any more: it cannot say what
+			// the worktree holds, and cannot remove it.
+			if !force {
+				return Discarded{}, fmt.Errorf("discard run %s: the repository at %s is gone, so git cannot check worktree %s; pass --force to forget it (its directory is left as it is)", short(run.RunID), w.Repo, w.Path)
+			}
+			left = w.Path
+		} else if err := rt.Git.Remove(ctx, w, force); err != nil {
 			return Discarded{}, fmt.Errorf("discard run %s: %w", short(run.RunID), err)
 		}
 		run.WorktreeRemoved = true
@@ -290,17 +329,70 @@ func (rt *Runtime) Discard(ctx context.Context, ref string, force bool) (Discard
 	if err != nil {
 		return Discarded{}, err
 	}
-	return Discarded{RunID: run.RunID, Branch: w.Branch, Path: w.Path}, nil
+	return Discarded{RunID: run.RunID, Branch: w.Branch, Path: w.Path, Left: left}, nil
 }
 
-// resumedWorktree is the worktree of the persistent session a delegate
-// resumes (resumeID is its exact id), or nil.
-func (rt *Runtime) resumedWorktree(req DelegateRequest, p manifest.Profile, resumeID string) (*worktree.Worktree, error) {
+// worktreeUser is the open run, of any Main, working in run's worktree
+// (the run of a resumed session), or nil.
+func (rt *Runtime) worktreeUser(run *Run) *Run {
+	mains, err := rt.Store.MainSessions()
+	if err != nil {
+		return nil
+	}
+	for _, m := range mains {
+		runs, _, _ := usableRuns(rt.Store.Runs(m))
+		for _, r := range runs {
+			if r.RunID != run.RunID && r.Open() && r.Worktree != nil && r.Worktree.Path == run.Worktree.Path {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// resumedWorktree is the persistent session a delegate resumes (resumeID
+// is its exact id), with the worktree it reopens.
+func (rt *Runtime) resumedWorktree(req DelegateRequest, p manifest.Profile, resumeID string) (*Resumable, error) {
 	s, err := rt.findResumable(req.MainSessionID, resumeID, req.Manual, p.Name)
 	if err != nil {
 		return nil, err
 	}
-	return s.Worktree, nil
+	return &s, nil
+}
+
+// handOverWorktree takes the worktree off the closed run a resumed session
+// was read from, once the resume has launched: the new run owns it now, so
+// neither list, discard nor gc may treat it as a finished run's.
+func (rt *Runtime) handOverWorktree(from *Resumable) {
+	unlock, err := rt.Store.Lock(from.runMain, "slots")
+	if err != nil {
+		return
+	}
+	defer unlock()
+	r, ok, err := rt.Store.LoadRun(from.runMain, from.runID)
+	if err != nil || !ok || r.Worktree == nil {
+		return
+	}
+	r.Worktree, r.WorktreeRemoved = nil, false
+	r.UpdatedAt = rt.now().UnixMilli()
+	rt.Store.SaveRun(r)
+}
+
+// rollback releases a launch that failed before its Sub could start: the
+// new worktree (fresh), the channel and the run record. A worktree that
+// cannot be removed (it holds something after all) keeps the run record,
+// closed, so facets list still shows it.
+func (rt *Runtime) rollback(ctx context.Context, run *Run, ch *channel.Channel, fresh bool) error {
+	if werr := rt.dropWorktree(ctx, run, fresh); werr != nil {
+		run.ClosedAt = rt.now().UnixMilli()
+		run.UpdatedAt, run.LaunchPID = run.ClosedAt, 0
+		return errors.Join(werr, ch.Remove(), rt.Store.SaveRun(run))
+	}
+	if run.Worktree != nil && !fresh {
+		// A reopened worktree stays with the session it was reopened for.
+		run.Worktree = nil
+	}
+	return errors.Join(ch.Remove(), rt.Store.DeleteRun(run.MainSessionID, run.RunID))
 }
 
 // dropWorktree removes the new worktree of a launch that failed before the

@@ -523,3 +523,122 @@ func TestGcWorktrees(t *testing.T) {
 		t.Errorf("after gc, kept worktrees %q and open %v", kept, l.Open)
 	}
 }
+
+// After a resume, the worktree belongs to the new run: the old closed run
+// no longer lists it, and neither discard nor gc can remove it from under
+// the resumed Sub.
+func TestResumeHandsTheWorktreeOver(t *testing.T) {
+	f := newWorktreeFixture(t)
+	ctx := context.Background()
+	d := f.delegate(t, "reviewer", "persist")
+	p := d.Worktree.Path
+	os.WriteFile(filepath.Join(p, "r.txt"), []byte("r\n"), 0o644)
+	gitIn(t, p, "add", ".")
+	gitIn(t, p, "commit", "--quiet", "-m", "r")
+	sessionFile := filepath.Join(f.dir, "sessions", "s.jsonl")
+	os.MkdirAll(filepath.Dir(sessionFile), 0o700)
+	os.WriteFile(sessionFile, []byte("{}\n"), 0o600)
+	if err := f.sub(d.RunID).WriteSession("sess-h", sessionFile); err != nil {
+		t.Fatal(err)
+	}
+	f.close(d.RunID)
+	gitIn(t, f.repo, "merge", "--quiet", d.Worktree.Branch) // merged: nothing unique is left
+	r, err := f.runtime().Delegate(ctx, DelegateRequest{Manifest: f.manifest, MainSessionID: mainID, Profile: "reviewer", Title: "again", Task: "x", ResumeSessionID: "sess-h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := f.runtime().List(ctx, mainID, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Worktrees) != 0 {
+		t.Errorf("the resumed worktree is still listed as the closed run's: %+v", l.Worktrees)
+	}
+	if _, err := f.runtime().CloseRun(ctx, CloseRequest{Ref: d.RunID, Discard: true}); err == nil {
+		t.Error("discard of the old run succeeded")
+	}
+	c, _ := f.runtime().GC(ctx, true)
+	for _, lo := range c.Leftovers {
+		if lo.RunID == d.RunID {
+			t.Errorf("gc treats the old run as a leftover: %+v", lo)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(p, "r.txt")); err != nil {
+		t.Fatalf("the resumed Sub's worktree was removed: %v", err)
+	}
+	if got := f.pane(r.RunID).Cwd; got != p {
+		t.Errorf("resumed cwd %q", got)
+	}
+}
+
+// A Main in a directory the commit does not have starts its Sub at the
+// worktree's top, never outside it, and says so.
+func TestMainInUntrackedDirectory(t *testing.T) {
+	f := newWorktreeFixture(t)
+	m := *f.manifest
+	m.Cwd = filepath.Join(f.repo, "newpkg")
+	os.MkdirAll(m.Cwd, 0o755)
+	os.WriteFile(filepath.Join(m.Cwd, "n.go"), []byte("package n\n"), 0o644)
+	d, err := f.runtime().Delegate(context.Background(), DelegateRequest{Manifest: &m, MainSessionID: mainID, Profile: "writer", Title: "x", Task: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.pane(d.RunID).Cwd; got != d.Worktree.Path {
+		t.Errorf("Sub cwd %q, want the worktree top %q", got, d.Worktree.Path)
+	}
+	if !slices.Contains(d.Notes, "The Main's directory newpkg is not in that commit: the Sub starts at the worktree's top.") {
+		t.Errorf("notes %q", d.Notes)
+	}
+}
+
+// A launch that fails after its worktree was made, when the worktree
+// cannot be removed (a repository hook wrote into it), keeps the run
+// record, closed, so the worktree is not lost from facets list.
+func TestFailedLaunchKeepsAWorktreeItCannotRemove(t *testing.T) {
+	f := newWorktreeFixture(t)
+	hook := filepath.Join(f.repo, ".git", "hooks", "post-checkout")
+	os.MkdirAll(filepath.Dir(hook), 0o755)
+	os.WriteFile(hook, []byte("#!/bin/sh\necho made by a hook > hook-output.txt\n"), 0o755)
+	f.control(fakeControl{Fail: map[string]fakeFailure{"tab create": {Code: "workspace_not_found", Message: "boom"}}})
+	_, err := f.runtime().Delegate(context.Background(), DelegateRequest{Manifest: f.manifest, MainSessionID: mainID, Profile: "writer", Title: "fails", Task: "x"})
+	if err == nil || !strings.Contains(err.Error(), "is kept") || !strings.Contains(err.Error(), "hook-output.txt") {
+		t.Fatalf("delegate: %v; want the launch failure and the kept worktree", err)
+	}
+	if len(f.openRuns(mainID)) != 0 {
+		t.Error("the failed launch holds a slot")
+	}
+	f.control(fakeControl{})
+	l, err := f.runtime().List(context.Background(), mainID, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Worktrees) != 1 || !strings.Contains(l.Worktrees[0].Worktree.Summary, "1 uncommitted change(s)") {
+		t.Fatalf("kept worktrees %+v", l.Worktrees)
+	}
+}
+
+// The Main's repository moved away: discard cannot check the worktree, so
+// it refuses; --force forgets it and leaves its directory.
+func TestDiscardAfterTheRepositoryMoved(t *testing.T) {
+	f := newWorktreeFixture(t)
+	d := f.delegate(t, "writer", "moved")
+	os.WriteFile(filepath.Join(d.Worktree.Path, "w.txt"), []byte("w\n"), 0o644)
+	f.close(d.RunID)
+	if err := os.Rename(f.repo, f.repo+"-moved"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.runtime().CloseRun(context.Background(), CloseRequest{Ref: d.RunID, Discard: true})
+	if err == nil || !strings.Contains(err.Error(), "is gone, so git cannot check worktree") {
+		t.Fatalf("discard: %v", err)
+	}
+	r, err := f.runtime().CloseRun(context.Background(), CloseRequest{Ref: d.RunID, Discard: true, Force: true})
+	if err != nil || !strings.HasPrefix(r.Text(), "Forgot worktree "+d.Worktree.Path) {
+		t.Fatalf("forced discard: %+v, %v", r, err)
+	}
+	if _, err := os.Stat(filepath.Join(d.Worktree.Path, "w.txt")); err != nil {
+		t.Errorf("the forced discard removed the directory it cannot check: %v", err)
+	}
+	if l, _ := f.runtime().List(context.Background(), mainID, true); len(l.Worktrees) != 0 {
+		t.Errorf("still listed: %+v", l.Worktrees)
+	}
+}

@@ -3,6 +3,7 @@ package worktree_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -453,5 +454,117 @@ func TestSubmodules(t *testing.T) {
 	}
 	if err := g.InitSubmodules(ctx, path2); err == nil || !strings.Contains(err.Error(), "git submodule update --init") {
 		t.Errorf("refused submodule: %v", err)
+	}
+}
+
+// A Sub that commits on a detached HEAD, or on a branch of its own, has
+// work the facets branch does not show: the worktree is not empty, and
+// Remove refuses commits that are on no branch.
+func TestWorkOffTheBranch(t *testing.T) {
+	ctx := context.Background()
+	var g worktree.Git
+	repo := newRepo(t)
+	r, _ := g.Find(ctx, repo)
+
+	path := filepath.Join(t.TempDir(), "w")
+	w, err := g.Create(ctx, r, path, "facets/p/detached")
+	if err != nil {
+		t.Fatal(err)
+	}
+	git(t, path, "checkout", "--quiet", "--detach")
+	write(t, filepath.Join(path, "d.txt"), "d\n")
+	git(t, path, "add", ".")
+	git(t, path, "commit", "--quiet", "-m", "detached work")
+	s, err := g.Inspect(ctx, w)
+	if err != nil || s.Empty() || len(s.Stray) != 1 || !strings.HasPrefix(s.Head, "a detached HEAD at ") {
+		t.Fatalf("detached commit: %+v, %v; want not empty, one stray commit", s, err)
+	}
+	if got := s.Summary(w); !strings.Contains(got, "1 commit(s) at its HEAD are on no branch") || !strings.Contains(got, "detached work") {
+		t.Errorf("Summary = %q", got)
+	}
+	err = g.Remove(ctx, w, false)
+	var unmerged *worktree.UnmergedError
+	if !errors.As(err, &unmerged) || !strings.Contains(err.Error(), "detached work") {
+		t.Fatalf("Remove of a detached commit: %v", err)
+	}
+
+	path2 := filepath.Join(t.TempDir(), "w2")
+	w2, err := g.Create(ctx, r, path2, "facets/p/own")
+	if err != nil {
+		t.Fatal(err)
+	}
+	git(t, path2, "checkout", "--quiet", "-b", "fix/x")
+	write(t, filepath.Join(path2, "x.txt"), "x\n")
+	git(t, path2, "add", ".")
+	git(t, path2, "commit", "--quiet", "-m", "own branch work")
+	s, _ = g.Inspect(ctx, w2)
+	if s.Empty() || s.Head != "branch fix/x" || len(s.Stray) != 0 || !strings.Contains(s.Summary(w2), "its HEAD is now on branch fix/x") {
+		t.Fatalf("own branch: %+v %q", s, s.Summary(w2))
+	}
+}
+
+// git refuses to remove a worktree with submodules without --force; once
+// facets' own checks pass, an empty one goes, and one whose submodule has
+// a change is refused.
+func TestRemoveWithSubmodules(t *testing.T) {
+	ctx := context.Background()
+	var g worktree.Git
+	lib := newRepo(t)
+	repo := newRepo(t)
+	t.Setenv("GIT_CONFIG_COUNT", "1")
+	t.Setenv("GIT_CONFIG_KEY_0", "protocol.file.allow")
+	t.Setenv("GIT_CONFIG_VALUE_0", "always")
+	git(t, repo, "submodule", "--quiet", "add", lib, "lib")
+	git(t, repo, "commit", "--quiet", "-m", "lib")
+	r, _ := g.Find(ctx, repo)
+	for _, dirty := range []bool{true, false} {
+		path := filepath.Join(t.TempDir(), "w")
+		w, err := g.Create(ctx, r, path, fmt.Sprintf("facets/p/sub-%v", dirty))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.InitSubmodules(ctx, path); err != nil {
+			t.Fatal(err)
+		}
+		if dirty {
+			write(t, filepath.Join(path, "lib", "a.txt"), "changed in the submodule\n")
+			s, _ := g.Inspect(ctx, w)
+			if s.Empty() {
+				t.Fatalf("a change inside the submodule: %+v; want not empty", s)
+			}
+			if err := g.Remove(ctx, w, false); err == nil || !strings.Contains(err.Error(), "lib") {
+				t.Fatalf("Remove with a changed submodule: %v", err)
+			}
+			continue
+		}
+		if s, _ := g.Inspect(ctx, w); !s.Empty() {
+			t.Fatalf("fresh worktree with a submodule: %+v; want empty", s)
+		}
+		if err := g.Remove(ctx, w, false); err != nil {
+			t.Fatalf("Remove of an empty worktree with a submodule: %v", err)
+		}
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Errorf("worktree left: %v", err)
+		}
+	}
+}
+
+// The Main on a detached HEAD with a commit no branch has: a Sub's empty
+// worktree at that commit is still removed, since the Main's HEAD holds it.
+func TestMainOnDetachedCommit(t *testing.T) {
+	ctx := context.Background()
+	var g worktree.Git
+	repo := newRepo(t)
+	git(t, repo, "checkout", "--quiet", "--detach")
+	write(t, filepath.Join(repo, "m.txt"), "m\n")
+	git(t, repo, "add", ".")
+	git(t, repo, "commit", "--quiet", "-m", "main's unbranched commit")
+	r, _ := g.Find(ctx, repo)
+	w, err := g.Create(ctx, r, filepath.Join(t.TempDir(), "w"), "facets/p/dm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Remove(ctx, w, false); err != nil {
+		t.Fatalf("Remove of an empty worktree at the Main's detached commit: %v", err)
 	}
 }
