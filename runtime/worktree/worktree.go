@@ -383,11 +383,51 @@ func (g Git) Inspect(ctx context.Context, w Worktree) (State, error) {
 			return s, fmt.Errorf("inspect worktree %s: %w", w.Path, err)
 		}
 		s.Uncommitted = lines(out)
+		changed, err := g.includedChanges(ctx, w)
+		if err != nil {
+			return s, fmt.Errorf("inspect worktree %s: %w", w.Path, err)
+		}
+		s.Uncommitted = append(s.Uncommitted, changed...)
 		if s.Head, s.Stray, err = g.head(ctx, w); err != nil {
 			return s, fmt.Errorf("inspect worktree %s: %w", w.Path, err)
 		}
 	}
 	return s, nil
+}
+
+// includedChanges lists, as status-like lines ("!M .env"), the ignored
+// files of w that its repository's IncludeFile names and that differ from
+// the Main's copy or are new: git status never shows them, and removing
+// the worktree would delete them. Build output and other ignored files
+// the list does not name are not work.
+func (g Git) includedChanges(ctx context.Context, w Worktree) ([]string, error) {
+	include := filepath.Join(w.Repo, IncludeFile)
+	if fi, err := os.Lstat(include); err != nil || !fi.Mode().IsRegular() {
+		return nil, nil
+	}
+	out, err := g.run(ctx, w.Path, "ls-files", "-z", "--others", "--ignored", "--exclude-from="+include)
+	if err != nil {
+		return nil, err
+	}
+	var changed []string
+	for _, p := range bytes.Split(out, []byte{0}) {
+		rel := string(p)
+		if rel == "" {
+			continue
+		}
+		mine, err := os.ReadFile(filepath.Join(w.Path, rel))
+		if err != nil {
+			continue // not a readable file: nothing a removal would lose
+		}
+		theirs, err := os.ReadFile(filepath.Join(w.Repo, rel))
+		switch {
+		case err != nil:
+			changed = append(changed, "!A "+rel)
+		case !bytes.Equal(mine, theirs):
+			changed = append(changed, "!M "+rel)
+		}
+	}
+	return changed, nil
 }
 
 // head reports where w's HEAD is when it is not on w's branch, and the
@@ -475,7 +515,12 @@ func (g Git) Remove(ctx context.Context, w Worktree, force bool) error {
 			if err != nil {
 				return fmt.Errorf("remove worktree %s: %w", w.Path, err)
 			}
-			if changes := lines(out); len(changes) > 0 {
+			changes := lines(out)
+			included, err := g.includedChanges(ctx, w)
+			if err != nil {
+				return fmt.Errorf("remove worktree %s: %w", w.Path, err)
+			}
+			if changes = append(changes, included...); len(changes) > 0 {
 				return &UncommittedError{Path: w.Path, Changes: changes}
 			}
 			where, stray, err := g.head(ctx, w)

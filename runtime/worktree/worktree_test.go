@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -566,5 +567,58 @@ func TestMainOnDetachedCommit(t *testing.T) {
 	}
 	if err := g.Remove(ctx, w, false); err != nil {
 		t.Fatalf("Remove of an empty worktree at the Main's detached commit: %v", err)
+	}
+}
+
+// A Sub that edits a copied ignored file (.env) or adds one the include
+// list names has work git status does not show: the worktree is not empty
+// and Remove refuses; other ignored files (build output) are not work.
+func TestIncludedFilesAreWork(t *testing.T) {
+	ctx := context.Background()
+	var g worktree.Git
+	repo := newRepo(t)
+	write(t, filepath.Join(repo, ".gitignore"), ".env\n*.local\nbuild/\n")
+	write(t, filepath.Join(repo, worktree.IncludeFile), ".env\n*.local\n")
+	git(t, repo, "add", ".")
+	git(t, repo, "commit", "--quiet", "-m", "ignore")
+	write(t, filepath.Join(repo, ".env"), "KEY=1\n")
+	r, _ := g.Find(ctx, repo)
+	for _, tc := range []struct {
+		name, file, content string
+		want                string
+	}{
+		{"copied, unchanged", ".env", "KEY=1\n", ""},
+		{"build output", "build/out.bin", "x", ""},
+		{"copied, edited", ".env", "KEY=2\n", "!M .env"},
+		{"new, listed", "db.local", "x", "!A db.local"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "w")
+			w, err := g.Create(ctx, r, path, "facets/p/"+strings.ReplaceAll(tc.name, " ", "-")[:4]+fmt.Sprint(len(tc.name)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := g.CopyIncluded(ctx, r, path); err != nil {
+				t.Fatal(err)
+			}
+			write(t, filepath.Join(path, tc.file), tc.content)
+			s, err := g.Inspect(ctx, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "" {
+				if !s.Empty() {
+					t.Fatalf("state %+v; want empty", s)
+				}
+				return
+			}
+			if s.Empty() || !slices.Contains(s.Uncommitted, tc.want) {
+				t.Fatalf("state %+v; want %q among the uncommitted", s, tc.want)
+			}
+			var unc *worktree.UncommittedError
+			if err := g.Remove(ctx, w, false); !errors.As(err, &unc) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Remove: %v", err)
+			}
+		})
 	}
 }
