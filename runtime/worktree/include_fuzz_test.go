@@ -39,10 +39,15 @@ func FuzzCopyInside(f *testing.F) {
 		if err := os.MkdirAll(dst, 0o755); err != nil {
 			t.Fatal(err)
 		}
+		// The destination side has a link too: a worktree whose commit
+		// tracks a symbolic link "a" must not lead a copy out of it.
+		if err := os.Symlink(outside, filepath.Join(dst, "a")); err != nil {
+			t.Fatal(err)
+		}
 		err := copyInside(root, dst, rel)
 		var written []string
 		filepath.WalkDir(filepath.Join(base, "dst"), func(p string, d os.DirEntry, _ error) error {
-			if d != nil && !d.IsDir() {
+			if d != nil && !d.IsDir() && d.Type()&os.ModeSymlink == 0 {
 				written = append(written, p)
 			}
 			return nil
@@ -57,6 +62,9 @@ func FuzzCopyInside(f *testing.F) {
 		src, lerr := os.Lstat(filepath.Join(root, rel))
 		if lerr != nil || !src.Mode().IsRegular() || strings.Contains(rel, "link") {
 			t.Fatalf("copyInside(%q) copied what is not a regular file of root reached without a link", rel)
+		}
+		if strings.HasPrefix(rel, "a/") {
+			t.Fatalf("copyInside(%q) copied through the destination's link", rel)
 		}
 		want := filepath.Join(dst, rel)
 		if len(written) != 1 || written[0] != want {
