@@ -528,7 +528,7 @@ func (g Git) Remove(ctx context.Context, w Worktree, force bool) error {
 				return fmt.Errorf("remove worktree %s: %w", w.Path, err)
 			}
 			if len(stray) > 0 {
-				return &UnmergedError{Branch: where, Commits: stray}
+				return &UnmergedError{Branch: w.Branch, Commits: stray, Head: where, Path: w.Path}
 			}
 		}
 		if g.branchExists(ctx, w) {
@@ -567,21 +567,23 @@ func (g Git) branchExists(ctx context.Context, w Worktree) bool {
 	return err == nil
 }
 
-// UnmergedError refuses to remove a branch whose commits exist nowhere else.
+// UnmergedError refuses to remove a branch whose commits exist nowhere
+// else, or a worktree whose HEAD holds commits that are on no branch.
 type UnmergedError struct {
 	Branch  string
 	Commits []string
+	// Head is where the worktree's HEAD is when the commits are at it,
+	// on no branch ("a detached HEAD at abc123"); Path is the worktree.
+	Head, Path string
 }
 
 func (e *UnmergedError) Error() string {
-	shown := e.Commits
-	more := ""
-	if len(shown) > 5 {
-		more = fmt.Sprintf(" and %d more", len(shown)-5)
-		shown = shown[:5]
+	if e.Head != "" {
+		return fmt.Sprintf("the worktree %s is on %s, which holds %d commit(s) on no branch: %s; keep them on a branch (git -C %s switch -c NAME) or pass --force to delete them",
+			e.Path, e.Head, len(e.Commits), firstFive(e.Commits), e.Path)
 	}
-	return fmt.Sprintf("branch %s holds %d commit(s) that no other branch has: %s%s; merge them (git merge %s) or pass --force to delete them",
-		e.Branch, len(e.Commits), strings.Join(shown, "; "), more, e.Branch)
+	return fmt.Sprintf("branch %s holds %d commit(s) that no other branch has: %s; merge them (git merge %s) or pass --force to delete them",
+		e.Branch, len(e.Commits), firstFive(e.Commits), e.Branch)
 }
 
 // UncommittedError refuses to remove a worktree with uncommitted changes.
@@ -591,14 +593,17 @@ type UncommittedError struct {
 }
 
 func (e *UncommittedError) Error() string {
-	shown := e.Changes
-	more := ""
-	if len(shown) > 5 {
-		more = fmt.Sprintf(" and %d more", len(shown)-5)
-		shown = shown[:5]
+	return fmt.Sprintf("worktree %s has %d uncommitted change(s): %s; commit them, or pass --force to delete them",
+		e.Path, len(e.Changes), firstFive(e.Changes))
+}
+
+// firstFive joins up to five items and counts the rest, so a refusal
+// stays one readable line.
+func firstFive(items []string) string {
+	if len(items) <= 5 {
+		return strings.Join(items, "; ")
 	}
-	return fmt.Sprintf("worktree %s has %d uncommitted change(s): %s%s; commit them, or pass --force to delete them",
-		e.Path, len(e.Changes), strings.Join(shown, "; "), more)
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:5], "; "), len(items)-5)
 }
 
 // InitSubmodules checks out the submodules of the worktree at path, which
