@@ -32,6 +32,16 @@ func gitIn(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// commitIn writes name (its own name as content) in dir and commits it.
+func commitIn(t *testing.T, dir, name, msg string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(name+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, dir, "add", ".")
+	gitIn(t, dir, "commit", "--quiet", "-m", msg)
+}
+
 // worktreeFixture is a fake Herdr and a Main working in a git repository
 // whose profile "writer" has "workspace": "worktree".
 type worktreeFixture struct {
@@ -69,6 +79,18 @@ func (f *worktreeFixture) runtime() *Runtime {
 	rt := f.fixture.runtime()
 	rt.WorktreeDir = filepath.Join(f.dir, "worktrees")
 	return rt
+}
+
+// saveSession has the Sub of runID report session id with a session file,
+// as a persistent Sub's Pi does.
+func (f *worktreeFixture) saveSession(t *testing.T, runID, id string) {
+	t.Helper()
+	file := filepath.Join(f.dir, "sessions", id+".jsonl")
+	os.MkdirAll(filepath.Dir(file), 0o700)
+	os.WriteFile(file, []byte("{}\n"), 0o600)
+	if err := f.sub(runID).WriteSession(id, file); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (f *worktreeFixture) delegate(t *testing.T, profile, title string) Delegation {
@@ -214,9 +236,7 @@ func TestCloseDiscardRefusesUnmergedCommits(t *testing.T) {
 	f := newWorktreeFixture(t)
 	d := f.delegate(t, "writer", "work")
 	p := d.Worktree.Path
-	os.WriteFile(filepath.Join(p, "c.txt"), []byte("c\n"), 0o644)
-	gitIn(t, p, "add", ".")
-	gitIn(t, p, "commit", "--quiet", "-m", "precious work")
+	commitIn(t, p, "c.txt", "precious work")
 
 	// close --discard of the open run: closed, then the discard refused.
 	_, err := f.runtime().CloseRun(context.Background(), CloseRequest{MainSessionID: mainID, Ref: d.RunID, Discard: true})
@@ -316,9 +336,7 @@ func TestWorktreeRemovedByHandBeforeClose(t *testing.T) {
 	f := newWorktreeFixture(t)
 	d := f.delegate(t, "writer", "hand")
 	p := d.Worktree.Path
-	os.WriteFile(filepath.Join(p, "c.txt"), []byte("c\n"), 0o644)
-	gitIn(t, p, "add", ".")
-	gitIn(t, p, "commit", "--quiet", "-m", "c")
+	commitIn(t, p, "c.txt", "c")
 	gitIn(t, f.repo, "worktree", "remove", p)
 	c, err := f.runtime().Close(context.Background(), mainID, d.RunID, "")
 	if err != nil {
@@ -380,15 +398,8 @@ func TestResumeReopensWorktree(t *testing.T) {
 	ctx := context.Background()
 	d := f.delegate(t, "reviewer", "persist")
 	p := d.Worktree.Path
-	os.WriteFile(filepath.Join(p, "r.txt"), []byte("r\n"), 0o644)
-	gitIn(t, p, "add", ".")
-	gitIn(t, p, "commit", "--quiet", "-m", "r")
-	sessionFile := filepath.Join(f.dir, "sessions", "s.jsonl")
-	os.MkdirAll(filepath.Dir(sessionFile), 0o700)
-	os.WriteFile(sessionFile, []byte("{}\n"), 0o600)
-	if err := f.sub(d.RunID).WriteSession("sess-wt", sessionFile); err != nil {
-		t.Fatal(err)
-	}
+	commitIn(t, p, "r.txt", "r")
+	f.saveSession(t, d.RunID, "sess-wt")
 	f.close(d.RunID)
 	// The user removed the worktree by hand; resume brings it back on the branch.
 	gitIn(t, f.repo, "worktree", "remove", p)
@@ -452,11 +463,7 @@ func TestChooseBranch(t *testing.T) {
 func TestGcWorktrees(t *testing.T) {
 	f := newWorktreeFixture(t)
 	ctx := context.Background()
-	commit := func(d Delegation, name string) {
-		os.WriteFile(filepath.Join(d.Worktree.Path, name), []byte(name+"\n"), 0o644)
-		gitIn(t, d.Worktree.Path, "add", ".")
-		gitIn(t, d.Worktree.Path, "commit", "--quiet", "-m", name)
-	}
+	commit := func(d Delegation, name string) { commitIn(t, d.Worktree.Path, name, name) }
 	merged := f.delegate(t, "writer", "merged")
 	commit(merged, "m.txt")
 	unmerged := f.delegate(t, "writer", "unmerged")
@@ -532,15 +539,8 @@ func TestResumeHandsTheWorktreeOver(t *testing.T) {
 	ctx := context.Background()
 	d := f.delegate(t, "reviewer", "persist")
 	p := d.Worktree.Path
-	os.WriteFile(filepath.Join(p, "r.txt"), []byte("r\n"), 0o644)
-	gitIn(t, p, "add", ".")
-	gitIn(t, p, "commit", "--quiet", "-m", "r")
-	sessionFile := filepath.Join(f.dir, "sessions", "s.jsonl")
-	os.MkdirAll(filepath.Dir(sessionFile), 0o700)
-	os.WriteFile(sessionFile, []byte("{}\n"), 0o600)
-	if err := f.sub(d.RunID).WriteSession("sess-h", sessionFile); err != nil {
-		t.Fatal(err)
-	}
+	commitIn(t, p, "r.txt", "r")
+	f.saveSession(t, d.RunID, "sess-h")
 	f.close(d.RunID)
 	gitIn(t, f.repo, "merge", "--quiet", d.Worktree.Branch) // merged: nothing unique is left
 	r, err := f.runtime().Delegate(ctx, DelegateRequest{Manifest: f.manifest, MainSessionID: mainID, Profile: "reviewer", Title: "again", Task: "x", ResumeSessionID: "sess-h"})

@@ -59,6 +59,22 @@ func newRepo(t *testing.T) string {
 	return dir
 }
 
+// fresh is a repository from newRepo and a worktree of it on branch.
+func fresh(t *testing.T, branch string) (worktree.Git, string, worktree.Repo, worktree.Worktree) {
+	t.Helper()
+	var g worktree.Git
+	repo := newRepo(t)
+	r, err := g.Find(context.Background(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := g.Create(context.Background(), r, filepath.Join(t.TempDir(), "w"), branch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, repo, r, w
+}
+
 func write(t testing.TB, path, s string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -197,14 +213,8 @@ func TestLifecycle(t *testing.T) {
 
 func TestForcedRemoveDeletesWork(t *testing.T) {
 	ctx := context.Background()
-	var g worktree.Git
-	repo := newRepo(t)
-	r, _ := g.Find(ctx, repo)
-	path := filepath.Join(t.TempDir(), "w")
-	w, err := g.Create(ctx, r, path, "facets/p/x")
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, _, r, w := fresh(t, "facets/p/x")
+	path := w.Path
 	write(t, filepath.Join(path, "a.txt"), "changed\n")
 	git(t, path, "commit", "--quiet", "-am", "change")
 	write(t, filepath.Join(path, "a.txt"), "changed again\n")
@@ -240,14 +250,8 @@ func TestCreateRefusals(t *testing.T) {
 
 func TestRemovedByHandAndReopen(t *testing.T) {
 	ctx := context.Background()
-	var g worktree.Git
-	repo := newRepo(t)
-	r, _ := g.Find(ctx, repo)
-	path := filepath.Join(t.TempDir(), "w")
-	w, err := g.Create(ctx, r, path, "facets/p/hand")
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, repo, _, w := fresh(t, "facets/p/hand")
+	path := w.Path
 	write(t, filepath.Join(path, "c.txt"), "c\n")
 	git(t, path, "add", "c.txt")
 	git(t, path, "commit", "--quiet", "-m", "c")
