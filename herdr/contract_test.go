@@ -750,7 +750,7 @@ func contract(t *testing.T, opts serverOptions) {
 			return ""
 		}
 		cli := &CLI{Runner: ExecRunner{Path: h.bin, Env: pane}, Getenv: getenv}
-		if err := cli.Check(ctx); err != nil {
+		if _, err := cli.Check(ctx); err != nil {
 			t.Fatalf("Check: %v", err)
 		}
 		hd, err := cli.CreateTab(ctx, TabSpec{Cwd: h.cwd, Title: "contract"})

@@ -1,7 +1,6 @@
 package herdr
 
 import (
-	"bytes"
 	"context"
 	"slices"
 	"strconv"
@@ -38,17 +37,16 @@ func TestHerdrVersions(t *testing.T) {
 			if out := f.Run("status", "server", "--json"); !strings.Contains(out, `"protocol":`+strconv.Itoa(tc.protocol)) {
 				t.Fatalf("the fake's status server = %s, want protocol %d", out, tc.protocol)
 			}
-			var warn bytes.Buffer
-			f.cli.Warn = &warn
 			ctx := context.Background()
-			if err := f.cli.Check(ctx); err != nil {
+			notes, err := f.cli.Check(ctx)
+			if err != nil {
 				t.Fatalf("Check: %v", err)
 			}
-			switch got := warn.String(); {
-			case tc.warn == "" && got != "":
-				t.Errorf("Check warned %q, want no warning", got)
-			case tc.warn != "" && (!strings.Contains(got, tc.warn) || strings.Count(got, "\n") != 1):
-				t.Errorf("Check warned %q, want one line saying %q", got, tc.warn)
+			switch {
+			case tc.warn == "" && len(notes) != 0:
+				t.Errorf("Check noted %q, want no warning", notes)
+			case tc.warn != "" && (len(notes) != 1 || !strings.Contains(notes[0], tc.warn) || strings.Contains(notes[0], "\n")):
+				t.Errorf("Check noted %q, want one line saying %q", notes, tc.warn)
 			}
 			h, err := f.cli.CreateTab(ctx, TabSpec{Cwd: t.TempDir(), Title: "versions"})
 			if err != nil {
@@ -90,7 +88,7 @@ func TestHerdrAcrossLines(t *testing.T) {
 		t.Run(tc.client+" against "+tc.server, func(t *testing.T) {
 			f := newFixture(t)
 			f.SetControl(fakeControl{Version: tc.client, ServerVersion: tc.server})
-			err := f.cli.Check(context.Background())
+			_, err := f.cli.Check(context.Background())
 			if err == nil {
 				t.Fatal("Check succeeded")
 			}

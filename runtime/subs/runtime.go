@@ -205,7 +205,8 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p manifest
 		}
 		return Delegation{}, errors.New("Facets has no surface to open a Sub in.")
 	}
-	if err := rt.Surface.Check(ctx); err != nil {
+	surfaceNotes, err := rt.Surface.Check(ctx)
+	if err != nil {
 		if errors.Is(err, surface.ErrUnavailable) {
 			return Delegation{}, err // already one sentence that says where to get the surface
 		}
@@ -288,7 +289,7 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p manifest
 		return Delegation{}, &RetainedRunError{RunID: run.RunID, Err: errors.New("The Sub started but its run could not be saved."), Persist: err}
 	}
 	d := delegation(run)
-	d.Notes = notes
+	d.Notes = append(surfaceNotes, notes...)
 	d.Action = "created"
 	if resumeID != "" {
 		d.Action = "resumed"
