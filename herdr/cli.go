@@ -155,8 +155,8 @@ func hasCode(err error, code string) bool {
 // Check verifies the installed herdr is new enough, that this process runs
 // inside a Herdr pane, and that the server answers and can be driven by
 // this herdr. It never suggests a fallback: without Herdr, Facets cannot
-// launch a Sub. A herdr or server newer than NewestModelled is used, with
-// one warning note.
+// launch a Sub. A herdr or server newer than the release Facets follows
+// for its line (see modelledFor) is used, with one warning note.
 func (c *CLI) Check(ctx context.Context) ([]string, error) {
 	limit := c.timeout(func(t Timeouts) time.Duration { return t.Check })
 	res, err := c.run(ctx, "--version", limit, []string{"--version"})
@@ -215,12 +215,23 @@ func (c *CLI) Check(ctx context.Context) ([]string, error) {
 		}
 		return nil, fmt.Errorf("herdr status server: the running server speaks another protocol than this herdr binary; restart Herdr")
 	}
-	newest := v
-	if known && newest.Less(server) {
-		newest = server
+	// One note is enough: the newer of the two is named, or the other if
+	// only it is newer than the release Facets follows for its line.
+	found := []Version{v}
+	if known {
+		found = append(found, server)
+		if v.Less(server) {
+			found[0], found[1] = server, v
+		}
 	}
-	if NewestModelled.Less(newest) {
-		return []string{fmt.Sprintf("Warning: Herdr %s is newer than %s, the newest Herdr Facets follows; going on as with %s.", newest, NewestModelled, NewestModelled)}, nil
+	for _, x := range found {
+		if m := modelledFor(x); m.Less(x) {
+			what := "the newest Herdr Facets follows"
+			if x.Major == m.Major && x.Minor == m.Minor {
+				what = fmt.Sprintf("the newest %d.%d release Facets follows", m.Major, m.Minor)
+			}
+			return []string{fmt.Sprintf("Warning: Herdr %s is newer than %s, %s; going on as with %s.", x, m, what, m)}, nil
+		}
 	}
 	return nil, nil
 }

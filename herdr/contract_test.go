@@ -98,7 +98,7 @@ func forEachHerdr(t *testing.T, body func(t *testing.T, opts serverOptions)) {
 }
 
 // line09 reports whether the binary under test is of the 0.9 line or newer.
-func (h *contractHerdr) line09() bool { return !h.version.Less(Version{0, 9, 0}) }
+func (h *contractHerdr) line09() bool { return !h.version.Less(Version{Major: 0, Minor: 9}) }
 
 // run invokes herdr and returns stdout, stderr and the exit code.
 func (h *contractHerdr) run(args ...string) (string, string, int) {

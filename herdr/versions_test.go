@@ -29,6 +29,12 @@ func TestHerdrVersions(t *testing.T) {
 		{name: "newer 0.9", client: "0.9.4", protocol: 22, warn: "Herdr 0.9.4 is newer than 0.9.3"},
 		{name: "newer server only", client: "0.9.0", server: "0.9.4", protocol: 22, warn: "Herdr 0.9.4 is newer than 0.9.3"},
 		{name: "1.0.0", client: "1.0.0", protocol: 22, warn: "Herdr 1.0.0 is newer than 0.9.3"},
+		// A build after a modelled release (BASE-preview.N), and a patch
+		// release newer than the one Facets follows of its line, are
+		// noted too, naming both.
+		{name: "newest modelled preview", client: "0.9.3-preview.4", protocol: 22, warn: "Herdr 0.9.3-preview.4 is newer than 0.9.3"},
+		{name: "newer 0.8", client: "0.8.3", protocol: 20, warn: "Herdr 0.8.3 is newer than 0.8.2, the newest 0.8 release"},
+		{name: "0.8.2 preview server", client: "0.8.2", server: "0.8.2-preview.1", protocol: 20, warn: "Herdr 0.8.2-preview.1 is newer than 0.8.2"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
