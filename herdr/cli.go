@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -68,9 +67,6 @@ type CLI struct {
 	Getenv func(string) string
 	// Timeouts per call; zero fields use DefaultTimeouts.
 	Timeouts Timeouts
-	// Warn receives Check's one warning line (a Herdr newer than
-	// NewestModelled); nil drops it.
-	Warn io.Writer
 }
 
 var _ Surface = (*CLI)(nil)
@@ -159,32 +155,32 @@ func hasCode(err error, code string) bool {
 // Check verifies the installed herdr is new enough, that this process runs
 // inside a Herdr pane, and that the server answers and can be driven by
 // this herdr. It never suggests a fallback: without Herdr, Facets cannot
-// launch a Sub. A herdr or server newer than NewestModelled is used, with
-// one line to Warn.
-func (c *CLI) Check(ctx context.Context) error {
+// launch a Sub. A herdr or server newer than the release Facets follows
+// for its line (see modelledFor) is used, with one warning note.
+func (c *CLI) Check(ctx context.Context) ([]string, error) {
 	limit := c.timeout(func(t Timeouts) time.Duration { return t.Check })
 	res, err := c.run(ctx, "--version", limit, []string{"--version"})
 	if errors.Is(err, ErrNotInstalled) {
-		return fmt.Errorf("%w; Facets runs Subs in %s: get it from https://herdr.dev and start Pi inside a Herdr pane", err, SupportedVersions)
+		return nil, fmt.Errorf("%w; Facets runs Subs in %s: get it from https://herdr.dev and start Pi inside a Herdr pane", err, SupportedVersions)
 	}
 	if err != nil {
-		return fmt.Errorf("facets requires Herdr %s or newer: %w", MinVersion, err)
+		return nil, fmt.Errorf("facets requires Herdr %s or newer: %w", MinVersion, err)
 	}
 	v, err := parseVersion(firstLine(res.Stdout))
 	if err != nil {
-		return fmt.Errorf("herdr --version: %w", err)
+		return nil, fmt.Errorf("herdr --version: %w", err)
 	}
 	if v.Less(MinVersion) {
-		return fmt.Errorf("%w: found %s, Facets requires %s or newer because %s", ErrTooOld, v, MinVersion, minVersionReason)
+		return nil, fmt.Errorf("%w: found %s, Facets requires %s or newer because %s", ErrTooOld, v, MinVersion, minVersionReason)
 	}
 	if c.getenv(envvar.HerdrEnv) != "1" || c.getenv(envvar.HerdrWorkspaceID) == "" {
-		return ErrNotInHerdr
+		return nil, ErrNotInHerdr
 	}
 	// Plain "status server" exits 0 even when no server runs, so only the
 	// JSON form can answer the question.
 	res, err = c.run(ctx, "status server", limit, []string{"status", "server", "--json"})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var st struct {
 		Running    *bool   `json:"running"`
@@ -193,13 +189,13 @@ func (c *CLI) Check(ctx context.Context) error {
 		Socket     string  `json:"socket"`
 	}
 	if err := decodeResult(res.Stdout, &st); err != nil {
-		return fmt.Errorf("herdr status server: %w", err)
+		return nil, fmt.Errorf("herdr status server: %w", err)
 	}
 	if st.Running == nil {
-		return fmt.Errorf("herdr status server: unexpected response %q", excerpt(res.Stdout))
+		return nil, fmt.Errorf("herdr status server: unexpected response %q", excerpt(res.Stdout))
 	}
 	if !*st.Running {
-		return fmt.Errorf("%w at %s; start Herdr first", ErrServerNotRunning, st.Socket)
+		return nil, fmt.Errorf("%w at %s; start Herdr first", ErrServerNotRunning, st.Socket)
 	}
 	server, known := Version{}, false
 	if st.Version != nil {
@@ -207,7 +203,7 @@ func (c *CLI) Check(ctx context.Context) error {
 		known = err == nil
 	}
 	if known && server.Less(MinVersion) {
-		return fmt.Errorf("%w: the running server is %s, Facets requires %s or newer because %s", ErrTooOld, server, MinVersion, minVersionReason)
+		return nil, fmt.Errorf("%w: the running server is %s, Facets requires %s or newer because %s", ErrTooOld, server, MinVersion, minVersionReason)
 	}
 	// compatible is the server's wire protocol against this herdr's (0.9
 	// prints it as private_protocol_compatible): a 0.9 herdr refuses a 0.8
@@ -215,18 +211,29 @@ func (c *CLI) Check(ctx context.Context) error {
 	// herdr drives a server of another release.
 	if st.Compatible != nil && !*st.Compatible {
 		if known && server != v {
-			return fmt.Errorf("herdr status server: herdr %s cannot drive the running Herdr %s server, which speaks another wire protocol; restart Herdr with herdr %s, or point Facets at the herdr that started the server (--herdr-bin)", v, server, v)
+			return nil, fmt.Errorf("herdr status server: herdr %s cannot drive the running Herdr %s server, which speaks another wire protocol; restart Herdr with herdr %s, or point Facets at the herdr that started the server (--herdr-bin)", v, server, v)
 		}
-		return fmt.Errorf("herdr status server: the running server speaks another protocol than this herdr binary; restart Herdr")
+		return nil, fmt.Errorf("herdr status server: the running server speaks another protocol than this herdr binary; restart Herdr")
 	}
-	newest := v
-	if known && newest.Less(server) {
-		newest = server
+	// One note is enough: the newer of the two is named, or the other if
+	// only it is newer than the release Facets follows for its line.
+	found := []Version{v}
+	if known {
+		found = append(found, server)
+		if v.Less(server) {
+			found[0], found[1] = server, v
+		}
 	}
-	if NewestModelled.Less(newest) && c.Warn != nil {
-		fmt.Fprintf(c.Warn, "facets: warning: Herdr %s is newer than %s, the newest Herdr Facets follows; going on as with %s\n", newest, NewestModelled, NewestModelled)
+	for _, x := range found {
+		if m := modelledFor(x); m.Less(x) {
+			what := "the newest Herdr Facets follows"
+			if x.Major == m.Major && x.Minor == m.Minor {
+				what = fmt.Sprintf("the newest %d.%d release Facets follows", m.Major, m.Minor)
+			}
+			return []string{fmt.Sprintf("Warning: Herdr %s is newer than %s, %s; going on as with %s.", x, m, what, m)}, nil
+		}
 	}
-	return nil
+	return nil, nil
 }
 
 func firstLine(b []byte) string {

@@ -184,7 +184,7 @@ func TestCheck(t *testing.T) {
 	ctx := context.Background()
 	t.Run("ok", func(t *testing.T) {
 		f := newFixture(t)
-		if err := f.cli.Check(ctx); err != nil {
+		if _, err := f.cli.Check(ctx); err != nil {
 			t.Fatalf("Check: %v", err)
 		}
 		want := []string{"--version", "status server"}
@@ -195,13 +195,13 @@ func TestCheck(t *testing.T) {
 	t.Run("minimum version", func(t *testing.T) {
 		f := newFixture(t)
 		f.SetControl(fakeControl{Version: MinVersion.String()})
-		if err := f.cli.Check(ctx); err != nil {
+		if _, err := f.cli.Check(ctx); err != nil {
 			t.Fatalf("Check: %v", err)
 		}
 	})
 	t.Run("missing binary", func(t *testing.T) {
 		f := newFixture(t, "PATH="+t.TempDir())
-		err := f.cli.Check(ctx)
+		_, err := f.cli.Check(ctx)
 		if !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "https://herdr.dev") {
 			t.Errorf("Check = %v, want ErrNotInstalled with guidance", err)
 		}
@@ -212,7 +212,7 @@ func TestCheck(t *testing.T) {
 	t.Run("explicit path missing", func(t *testing.T) {
 		f := newFixture(t)
 		f.cli.Runner = ExecRunner{Path: filepath.Join(t.TempDir(), "herdr"), Env: f.Env}
-		if err := f.cli.Check(ctx); !errors.Is(err, ErrNotInstalled) {
+		if _, err := f.cli.Check(ctx); !errors.Is(err, ErrNotInstalled) {
 			t.Errorf("Check = %v, want ErrNotInstalled", err)
 		}
 	})
@@ -241,7 +241,7 @@ func TestCheck(t *testing.T) {
 			f := newFixture(t, tc.env...)
 			f.SetControl(tc.control)
 			f.cli.Timeouts.Check = 500 * time.Millisecond
-			err := f.cli.Check(ctx)
+			_, err := f.cli.Check(ctx)
 			if err == nil {
 				t.Fatal("Check succeeded")
 			}
@@ -312,7 +312,7 @@ func TestFakeNeedsStateDir(t *testing.T) {
 func TestCheckTooOldSaysWhichAndWhy(t *testing.T) {
 	f := newFixture(t)
 	f.SetControl(fakeControl{Version: "0.8.1"})
-	err := f.cli.Check(context.Background())
+	_, err := f.cli.Check(context.Background())
 	if !errors.Is(err, ErrTooOld) {
 		t.Fatalf("Check = %v, want ErrTooOld", err)
 	}
@@ -350,7 +350,7 @@ func TestBinaryPath(t *testing.T) {
 func TestHerdrBinPathFindsHerdrOffPATH(t *testing.T) {
 	f := newFixture(t, "PATH="+t.TempDir(), envvar.HerdrBinPath+"="+filepath.Join(fakeBinDir, "herdr"))
 	f.cli.Runner = ExecRunner{Path: BinaryPath("", f.Getenv), Env: f.Env}
-	if err := f.cli.Check(context.Background()); err != nil {
+	if _, err := f.cli.Check(context.Background()); err != nil {
 		t.Fatalf("Check with herdr only at $HERDR_BIN_PATH: %v", err)
 	}
 }

@@ -98,7 +98,7 @@ func forEachHerdr(t *testing.T, body func(t *testing.T, opts serverOptions)) {
 }
 
 // line09 reports whether the binary under test is of the 0.9 line or newer.
-func (h *contractHerdr) line09() bool { return !h.version.Less(Version{0, 9, 0}) }
+func (h *contractHerdr) line09() bool { return !h.version.Less(Version{Major: 0, Minor: 9}) }
 
 // run invokes herdr and returns stdout, stderr and the exit code.
 func (h *contractHerdr) run(args ...string) (string, string, int) {
@@ -369,11 +369,11 @@ func contract(t *testing.T, opts serverOptions) {
 
 	// Herdr 0.8.2: tests/cli/sessions.rs
 	// status_commands_report_client_and_server_versions (1c76079f). 0.9:
-	// the same test of the 0.9 line (protocol 22; herdrdev/herdr stores
-	// only its protocol-21 version, f661347f, so the 0.9 fields follow
-	// herdr 0.9.3's output: status server adds endpoint_compatible, and its
-	// plain form says private_protocol where 0.8.2 says protocol). The
-	// suite reports what it ran against; a newer Herdr passes.
+	// the same test at 4f7e87eb (protocol 22): status server --json has
+	// protocol 22, compatible and endpoint_compatible true; its plain form
+	// has a private_protocol: 22 line (private_protocol_compatible is
+	// asserted only for the full status). The suite reports what it ran
+	// against; a newer Herdr passes.
 	t.Run("version and status", func(t *testing.T) {
 		h.t = t
 		if h.version.Less(MinVersion) {
@@ -402,8 +402,10 @@ func contract(t *testing.T, opts serverOptions) {
 				t.Errorf("Herdr %s: status server --json = %s and plain %q; want protocol 20, no endpoint_compatible, and protocol: 20 / compatible: yes", h.version, out, plain)
 			}
 		case !NewestModelled.Less(h.version):
-			if st.Protocol != 22 || st.EndpointCompatible == nil || !*st.EndpointCompatible || !strings.Contains(plain, "private_protocol: 22\nprivate_protocol_compatible: yes\n") {
-				t.Errorf("Herdr %s: status server --json = %s and plain %q; want protocol 22, endpoint_compatible true, and private_protocol: 22 / private_protocol_compatible: yes", h.version, out, plain)
+			// Herdr's own 0.9 test asserts only this line of the plain
+			// form, in no stated order, and facets never reads it.
+			if st.Protocol != 22 || st.EndpointCompatible == nil || !*st.EndpointCompatible || !hasLine(plain, "private_protocol: 22") {
+				t.Errorf("Herdr %s: status server --json = %s and plain %q; want protocol 22, endpoint_compatible true, and a private_protocol: 22 line", h.version, out, plain)
 			}
 		}
 		kind := "the fake"
@@ -748,7 +750,7 @@ func contract(t *testing.T, opts serverOptions) {
 			return ""
 		}
 		cli := &CLI{Runner: ExecRunner{Path: h.bin, Env: pane}, Getenv: getenv}
-		if err := cli.Check(ctx); err != nil {
+		if _, err := cli.Check(ctx); err != nil {
 			t.Fatalf("Check: %v", err)
 		}
 		hd, err := cli.CreateTab(ctx, TabSpec{Cwd: h.cwd, Title: "contract"})
@@ -874,4 +876,15 @@ func mustRun(h *contractHerdr, args ...string) string {
 func with(opts serverOptions, set func(*serverOptions)) serverOptions {
 	set(&opts)
 	return opts
+}
+
+// hasLine reports whether out has a line that is want, ignoring the
+// indentation and trailing spaces a plain Herdr listing may add.
+func hasLine(out, want string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.TrimSpace(line) == want {
+			return true
+		}
+	}
+	return false
 }

@@ -82,12 +82,30 @@ func excerpt(b []byte) string {
 	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
-// Version is a Herdr release number.
-type Version struct{ Major, Minor, Patch int }
+// Version is a Herdr release number, with the pre-release tag a build
+// between releases carries.
+type Version struct {
+	Major, Minor, Patch int
+	// Pre is the tag after "-" ("preview.7"), empty for a release. Herdr
+	// names a build made after release BASE "BASE-preview.N" (its
+	// build_info.rs), so a preview tag sorts after its release; any other
+	// tag is read as the release itself.
+	Pre string
+}
 
-func (v Version) String() string { return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch) }
+func (v Version) String() string {
+	s := fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch)
+	if v.Pre != "" {
+		s += "-" + v.Pre
+	}
+	return s
+}
 
-// Less reports whether v is an older release than w.
+// preview reports whether v is a build after its release (BASE-preview.N).
+func (v Version) preview() bool { return v.Pre == "preview" || strings.HasPrefix(v.Pre, "preview.") }
+
+// Less reports whether v is an older build than w. Two previews of one
+// release are not ordered: their numbers follow no rule Facets relies on.
 func (v Version) Less(w Version) bool {
 	if v.Major != w.Major {
 		return v.Major < w.Major
@@ -95,7 +113,10 @@ func (v Version) Less(w Version) bool {
 	if v.Minor != w.Minor {
 		return v.Minor < w.Minor
 	}
-	return v.Patch < w.Patch
+	if v.Patch != w.Patch {
+		return v.Patch < w.Patch
+	}
+	return !v.preview() && w.preview()
 }
 
 // MinVersion is the oldest Herdr Facets can launch Subs safely with. The
@@ -103,11 +124,22 @@ func (v Version) Less(w Version) bool {
 // agent_pane_busy while a new tab's shell starts, counts an agent blocked on
 // a startup dialog as ready, and agent prompt has no agent_blocked guard, so
 // a task could be typed into that dialog.
-var MinVersion = Version{0, 8, 2}
+var MinVersion = Version{Major: 0, Minor: 8, Patch: 2}
 
 // NewestModelled is the newest Herdr release whose command line Facets
 // follows. A newer release is used as this one, with a warning.
-var NewestModelled = Version{0, 9, 3}
+var NewestModelled = Version{Major: 0, Minor: 9, Patch: 3}
+
+// modelledFor is the release Facets follows for v: the newest modelled one
+// of v's line (0.8.2 for 0.8, NewestModelled for 0.9), else NewestModelled.
+// A v newer than that is used as it, with a warning, so a patch release
+// Facets was never checked against is not passed over in silence.
+func modelledFor(v Version) Version {
+	if v.Major == 0 && v.Minor == 8 {
+		return Version{Major: 0, Minor: 8, Patch: 2}
+	}
+	return NewestModelled
+}
 
 // SupportedVersions names the Herdr releases Facets drives, for messages.
 const SupportedVersions = "Herdr 0.8.2 or 0.9.0 to 0.9.3"
@@ -115,8 +147,11 @@ const SupportedVersions = "Herdr 0.8.2 or 0.9.0 to 0.9.3"
 // minVersionReason is said with every too-old error.
 const minVersionReason = "older releases can count a Pi blocked on a startup dialog as ready and type the task into that dialog, and do not retry agent start while a new tab's shell starts"
 
-// parseVersion reads "herdr 0.8.2" (as printed by herdr --version) or a bare
-// "0.8.2"; pre-release and build suffixes are ignored.
+// parseVersion reads "herdr 0.8.2" (as printed by herdr --version, which
+// may add a commit in parentheses) or a bare "0.8.2"; a "+build" suffix is
+// ignored and a "-tag" kept as Pre. A tag of other than letters, digits,
+// dots and dashes, or longer than maxPreLen, is refused: it would end up
+// in messages.
 func parseVersion(s string) (Version, error) {
 	fields := strings.Fields(s)
 	if len(fields) == 0 {
@@ -130,8 +165,15 @@ func parseVersion(s string) (Version, error) {
 		word = fields[1]
 	}
 	word = strings.TrimPrefix(word, "v")
-	if i := strings.IndexAny(word, "-+"); i >= 0 {
+	if i := strings.IndexByte(word, '+'); i >= 0 {
 		word = word[:i]
+	}
+	var pre string
+	if i := strings.IndexByte(word, '-'); i >= 0 {
+		word, pre = word[:i], word[i+1:]
+		if len(pre) > maxPreLen || strings.Trim(pre, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") != "" {
+			return Version{}, fmt.Errorf("malformed version %q", excerpt([]byte(s)))
+		}
 	}
 	parts := strings.Split(word, ".")
 	if len(parts) != 3 {
@@ -145,5 +187,9 @@ func parseVersion(s string) (Version, error) {
 		}
 		nums[i] = n
 	}
-	return Version{nums[0], nums[1], nums[2]}, nil
+	return Version{Major: nums[0], Minor: nums[1], Patch: nums[2], Pre: pre}, nil
 }
+
+// maxPreLen bounds a pre-release tag; Herdr's are short ("preview.7",
+// "preview.2026-09-09-b9ce9686").
+const maxPreLen = 64

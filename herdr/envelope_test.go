@@ -3,6 +3,7 @@ package herdr
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -54,25 +55,85 @@ func TestParseErrorEnvelope(t *testing.T) {
 
 func TestParseVersion(t *testing.T) {
 	good := map[string]Version{
-		"herdr 0.8.2":           {0, 8, 2},
-		"herdr 0.8.2\n":         {0, 8, 2},
-		"0.7.5":                 {0, 7, 5},
-		"v1.2.3":                {1, 2, 3},
-		"herdr 0.9.0-preview.2": {0, 9, 0},
-		"herdr 0.9.3+abc (x)":   {0, 9, 3},
+		"herdr 0.8.2":                 {Major: 0, Minor: 8, Patch: 2},
+		"herdr 0.8.2\n":               {Major: 0, Minor: 8, Patch: 2},
+		"0.7.5":                       {Major: 0, Minor: 7, Patch: 5},
+		"v1.2.3":                      {Major: 1, Minor: 2, Patch: 3},
+		"herdr 0.9.0-preview.2":       {Major: 0, Minor: 9, Patch: 0, Pre: "preview.2"},
+		"herdr 0.9.3+abc (x)":         {Major: 0, Minor: 9, Patch: 3},
+		"herdr 0.9.3 (abc1234)":       {Major: 0, Minor: 9, Patch: 3},
+		"herdr 0.9.3-preview.7+g1a2b": {Major: 0, Minor: 9, Patch: 3, Pre: "preview.7"},
+		"0.9.0-preview.2026-09-09-b9": {Major: 0, Minor: 9, Patch: 0, Pre: "preview.2026-09-09-b9"},
 	}
 	for in, want := range good {
 		if got, err := parseVersion(in); err != nil || got != want {
 			t.Errorf("parseVersion(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "herdr", "herdr x.y.z", "0.8", "1.2.3.4", "herdr -1.0.0", "herdr 0..2"} {
+	for _, in := range []string{"", "herdr", "herdr x.y.z", "0.8", "1.2.3.4", "herdr -1.0.0", "herdr 0..2", "0.9.3-pre\xffview", "0.9.3-a_b", "0.9.3-" + strings.Repeat("p", maxPreLen+1)} {
 		if got, err := parseVersion(in); err == nil {
 			t.Errorf("parseVersion(%q) = %v, want an error", in, got)
 		}
 	}
-	if !(Version{0, 7, 4}).Less(MinVersion) || MinVersion.Less(Version{0, 7, 5}) || !(Version{0, 8, 2}).Less(Version{1, 0, 0}) {
-		t.Error("Version.Less is wrong")
+	v := func(s string) Version {
+		t.Helper()
+		got, err := parseVersion(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	// Each pair is older, newer.
+	for _, p := range [][2]string{
+		{"0.7.4", "0.8.2"},
+		{"0.8.2", "1.0.0"},
+		{"0.9.3", "0.9.3-preview.1"},      // a preview is built after its release
+		{"0.9.2-preview.9", "0.9.3"},      // and before the next one
+		{"0.9.3-rc.1", "0.9.3-preview.1"}, // another tag is the release itself
+		{"0.8.1-preview.3", "0.8.2"},
+	} {
+		if older, newer := v(p[0]), v(p[1]); !older.Less(newer) || newer.Less(older) {
+			t.Errorf("Less: want %s older than %s", p[0], p[1])
+		}
+	}
+	for _, p := range [][2]string{{"0.8.2", "0.8.2+x"}, {"0.9.3-rc.1", "0.9.3"}, {"0.9.3-preview.1", "0.9.3-preview.2"}} {
+		if a, b := v(p[0]), v(p[1]); a.Less(b) || b.Less(a) {
+			t.Errorf("Less: want %s and %s unordered", p[0], p[1])
+		}
+	}
+}
+
+// TestModelledFor: a build newer than the release Facets follows for its
+// line is noted, naming both; 0.8.2 to 0.9.3 and their earlier previews
+// are not.
+func TestModelledFor(t *testing.T) {
+	for in, want := range map[string]string{
+		"0.8.2":               "",
+		"0.8.3":               "0.8.2",
+		"0.8.2-preview.1":     "0.8.2",
+		"0.9.0":               "",
+		"0.9.2-preview.4":     "",
+		"0.9.3":               "",
+		"0.9.3-rc.2":          "",
+		"0.9.3-preview.1":     "0.9.3",
+		"0.9.4":               "0.9.3",
+		"0.10.0":              "0.9.3",
+		"1.0.0":               "0.9.3",
+		"herdr 0.9.3 (abc)":   "",
+		"herdr 0.9.3+build.5": "",
+		"herdr 0.8.3+build.5": "0.8.2",
+	} {
+		v, err := parseVersion(in)
+		if err != nil {
+			t.Fatalf("parseVersion(%q): %v", in, err)
+		}
+		got := ""
+		if m := modelledFor(v); m.Less(v) {
+			got = m.String()
+		}
+		if got != want {
+			t.Errorf("%s: newer than %q, want %q", in, got, want)
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package herdr
 
 import (
-	"bytes"
 	"context"
 	"slices"
 	"strconv"
@@ -30,6 +29,12 @@ func TestHerdrVersions(t *testing.T) {
 		{name: "newer 0.9", client: "0.9.4", protocol: 22, warn: "Herdr 0.9.4 is newer than 0.9.3"},
 		{name: "newer server only", client: "0.9.0", server: "0.9.4", protocol: 22, warn: "Herdr 0.9.4 is newer than 0.9.3"},
 		{name: "1.0.0", client: "1.0.0", protocol: 22, warn: "Herdr 1.0.0 is newer than 0.9.3"},
+		// A build after a modelled release (BASE-preview.N), and a patch
+		// release newer than the one Facets follows of its line, are
+		// noted too, naming both.
+		{name: "newest modelled preview", client: "0.9.3-preview.4", protocol: 22, warn: "Herdr 0.9.3-preview.4 is newer than 0.9.3"},
+		{name: "newer 0.8", client: "0.8.3", protocol: 20, warn: "Herdr 0.8.3 is newer than 0.8.2, the newest 0.8 release"},
+		{name: "0.8.2 preview server", client: "0.8.2", server: "0.8.2-preview.1", protocol: 20, warn: "Herdr 0.8.2-preview.1 is newer than 0.8.2"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -38,17 +43,16 @@ func TestHerdrVersions(t *testing.T) {
 			if out := f.Run("status", "server", "--json"); !strings.Contains(out, `"protocol":`+strconv.Itoa(tc.protocol)) {
 				t.Fatalf("the fake's status server = %s, want protocol %d", out, tc.protocol)
 			}
-			var warn bytes.Buffer
-			f.cli.Warn = &warn
 			ctx := context.Background()
-			if err := f.cli.Check(ctx); err != nil {
+			notes, err := f.cli.Check(ctx)
+			if err != nil {
 				t.Fatalf("Check: %v", err)
 			}
-			switch got := warn.String(); {
-			case tc.warn == "" && got != "":
-				t.Errorf("Check warned %q, want no warning", got)
-			case tc.warn != "" && (!strings.Contains(got, tc.warn) || strings.Count(got, "\n") != 1):
-				t.Errorf("Check warned %q, want one line saying %q", got, tc.warn)
+			switch {
+			case tc.warn == "" && len(notes) != 0:
+				t.Errorf("Check noted %q, want no warning", notes)
+			case tc.warn != "" && (len(notes) != 1 || !strings.Contains(notes[0], tc.warn) || strings.Contains(notes[0], "\n")):
+				t.Errorf("Check noted %q, want one line saying %q", notes, tc.warn)
 			}
 			h, err := f.cli.CreateTab(ctx, TabSpec{Cwd: t.TempDir(), Title: "versions"})
 			if err != nil {
@@ -90,7 +94,7 @@ func TestHerdrAcrossLines(t *testing.T) {
 		t.Run(tc.client+" against "+tc.server, func(t *testing.T) {
 			f := newFixture(t)
 			f.SetControl(fakeControl{Version: tc.client, ServerVersion: tc.server})
-			err := f.cli.Check(context.Background())
+			_, err := f.cli.Check(context.Background())
 			if err == nil {
 				t.Fatal("Check succeeded")
 			}

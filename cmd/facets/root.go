@@ -185,5 +185,5 @@ func (a *app) home() string { return a.getenv(envvar.Home) }
 
 // runtimeEnv is what the runtime commands read of the app's process.
 func (a *app) runtimeEnv() runtimeenv.Env {
-	return runtimeenv.Env{Getenv: a.getenv, Environ: a.environ, Home: a.home(), Stderr: a.stderr}
+	return runtimeenv.Env{Getenv: a.getenv, Environ: a.environ, Home: a.home()}
 }

@@ -8,7 +8,6 @@ package runtimeenv
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,9 +31,6 @@ type Env struct {
 	Getenv  func(string) string
 	Environ []string
 	Home    string
-	// Stderr receives the surfaces' warnings (a Herdr newer than Facets
-	// follows); nil drops them.
-	Stderr io.Writer
 }
 
 // Dirs are the runtime commands' directory and surface flags; an empty
@@ -100,10 +96,8 @@ func (d Dirs) Runtime(bridge string, env Env) (*subs.Runtime, error) {
 	}
 	// Both adapters cost nothing until asked: existing runs are listed and
 	// closed through the one that opened them.
-	herdrCLI := herdr.NewCLI(herdr.BinaryPath(d.HerdrBin, env.Getenv), env.Getenv, env.Environ)
-	herdrCLI.Warn = env.Stderr
 	all := map[string]surface.Surface{
-		"herdr": herdrCLI,
+		"herdr": herdr.NewCLI(herdr.BinaryPath(d.HerdrBin, env.Getenv), env.Getenv, env.Environ),
 		"tmux":  tmux.New("", env.Getenv, env.Environ),
 	}
 	rt := &subs.Runtime{

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/facets-dev/facets/compiler"
-	"github.com/facets-dev/facets/herdr"
 	"github.com/facets-dev/facets/internal/envvar"
 	"github.com/facets-dev/facets/runtime/channel"
 )
@@ -28,16 +27,6 @@ func TestDirsDefaults(t *testing.T) {
 	rt, err = Dirs{StateDir: "/s", RuntimeDir: "/r", AgentDir: "/a"}.Runtime("", env)
 	if err != nil || rt.Store.Dir != "/s" || rt.ChannelRoot != "/r" || rt.AgentDir != "/a" {
 		t.Errorf("flags: %v %+v", err, rt)
-	}
-	// The Herdr adapter's warning (a Herdr newer than Facets follows)
-	// reaches the command's stderr.
-	var stderr strings.Builder
-	env.Stderr = &stderr
-	if rt, err = (Dirs{}).Runtime("", env); err != nil {
-		t.Fatal(err)
-	}
-	if cli, ok := rt.Surfaces["herdr"].(*herdr.CLI); !ok || cli.Warn != &stderr {
-		t.Errorf("the herdr surface does not warn on the command's stderr: %#v", rt.Surfaces["herdr"])
 	}
 	var se *SettingError
 	if _, err := (Dirs{}).Runtime("", Env{Getenv: func(string) string { return "" }}); !errors.As(err, &se) {

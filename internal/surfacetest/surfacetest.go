@@ -50,7 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) surface.Surface, args []string) {
 
 	t.Run("check", func(t *testing.T) {
 		s := open(t)
-		if err := s.Check(ctx); err != nil {
+		if _, err := s.Check(ctx); err != nil {
 			t.Fatalf("Check: %v", err)
 		}
 		if s.Name() == "" {

@@ -114,7 +114,7 @@ func TestLaunchArgvGolden(t *testing.T) {
 	f.SetControl(herdrtest.Control{PromptSubmitMS: new(int)}) // Enter lands at once
 	req := f.request()
 	ctx := context.Background()
-	if err := f.cli.Check(ctx); err != nil {
+	if _, err := f.cli.Check(ctx); err != nil {
 		t.Fatalf("Check: %v", err)
 	}
 	h, err := OpenTab(ctx, f.cli, req)

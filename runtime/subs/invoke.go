@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/facets-dev/facets/internal/termesc"
 	"github.com/facets-dev/facets/runtime/channel"
 	"github.com/facets-dev/facets/runtime/launch"
 	"github.com/facets-dev/facets/runtime/surface"
@@ -169,11 +170,15 @@ func (rt *Runtime) queueInvocation(run *Run, profile, task string) (Delegation, 
 }
 
 // InvocationText is the notification shown after a profile command:
-// "<created|resumed|queued>: <name> · <run8>[ · session <id>]".
+// "<created|resumed|queued>: <name> · <run8>[ · session <id>]", then the
+// launch's notes, one a line, since the user sees nothing else of them.
 func InvocationText(d Delegation) string {
 	s := fmt.Sprintf("%s: %s · %s", d.Action, d.Profile, short(d.RunID))
 	if d.SessionID != "" {
 		s += " · session " + d.SessionID
+	}
+	for _, n := range d.Notes {
+		s += "\n" + termesc.Escape(n)
 	}
 	return s
 }

@@ -205,7 +205,8 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p manifest
 		}
 		return Delegation{}, errors.New("Facets has no surface to open a Sub in.")
 	}
-	if err := rt.Surface.Check(ctx); err != nil {
+	surfaceNotes, err := rt.Surface.Check(ctx)
+	if err != nil {
 		if errors.Is(err, surface.ErrUnavailable) {
 			return Delegation{}, err // already one sentence that says where to get the surface
 		}
@@ -290,7 +291,7 @@ func (rt *Runtime) delegate(ctx context.Context, req DelegateRequest, p manifest
 		rt.handOverWorktree(resumed)
 	}
 	d := delegation(run)
-	d.Notes = notes
+	d.Notes = append(surfaceNotes, notes...)
 	d.Action = "created"
 	if resumeID != "" {
 		d.Action = "resumed"

@@ -70,8 +70,11 @@ type Surface interface {
 	// through its channel.
 	AgentAware() bool
 	// Check fails unless the surface is installed and the caller runs
-	// inside it (a Herdr pane, a tmux client's pane).
-	Check(ctx context.Context) error
+	// inside it (a Herdr pane, a tmux client's pane). On success it
+	// returns the one-line notes the user should see with the launch's
+	// result (a Herdr newer than Facets follows), since a Pi user never
+	// sees the stderr of a command that succeeded.
+	Check(ctx context.Context) (notes []string, err error)
 	// CreateTab opens a background tab; the returned Handle has TabID and,
 	// when Herdr reported it, PaneID.
 	CreateTab(ctx context.Context, spec TabSpec) (Handle, error)

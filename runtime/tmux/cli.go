@@ -82,12 +82,12 @@ func (c *CLI) server() (string, error) {
 
 // Check fails unless tmux is installed and this process runs in a pane of
 // a live tmux server.
-func (c *CLI) Check(ctx context.Context) error {
+func (c *CLI) Check(ctx context.Context) ([]string, error) {
 	if _, err := exec.LookPath(c.Path); err != nil {
-		return fmt.Errorf("%w: tmux is not installed (%v); install it (apt-get install tmux, brew install tmux) and run Pi inside it", surface.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: tmux is not installed (%v); install it (apt-get install tmux, brew install tmux) and run Pi inside it", surface.ErrUnavailable, err)
 	}
 	_, err := c.session(ctx)
-	return err
+	return nil, err
 }
 
 // session is the id of the Main's tmux session ($N), where Sub windows open;

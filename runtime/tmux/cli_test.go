@@ -144,7 +144,7 @@ func TestSubWindowIsExact(t *testing.T) {
 	pi, out := fakePi(t)
 	c := s.cli(pi)
 	ctx := context.Background()
-	if err := c.Check(ctx); err != nil {
+	if _, err := c.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
 	hostile := "#{pane_id} #[fg=red]bold; $(rm -rf ~) `x` \\;"
@@ -296,11 +296,11 @@ func TestFourAtOnce(t *testing.T) {
 // that is not available.
 func TestCheckOutsideTmux(t *testing.T) {
 	c := New("", func(string) string { return "" }, nil)
-	if err := c.Check(context.Background()); err == nil || !strings.Contains(err.Error(), "$TMUX is not set") {
+	if _, err := c.Check(context.Background()); err == nil || !strings.Contains(err.Error(), "$TMUX is not set") {
 		t.Errorf("Check outside tmux: %v", err)
 	}
 	c = New(filepath.Join(t.TempDir(), "no-tmux"), func(string) string { return "" }, nil)
-	if err := c.Check(context.Background()); err == nil || !strings.Contains(err.Error(), "tmux is not installed") {
+	if _, err := c.Check(context.Background()); err == nil || !strings.Contains(err.Error(), "tmux is not installed") {
 		t.Errorf("Check without tmux: %v", err)
 	}
 }
