@@ -34,6 +34,10 @@ type Manifest struct {
 	SelfStart bool   `json:"selfStart,omitempty"`
 	Token     string `json:"token"`
 	CreatedAt int64  `json:"createdAt"`
+	// StateDir is the state dir whose run record owns the channel. The
+	// channel root is shared by every state dir of the user, so gc of one
+	// state dir leaves another's channels alone.
+	StateDir string `json:"stateDir,omitempty"`
 }
 
 // Channel is an open channel directory. Its directory descriptors are opened

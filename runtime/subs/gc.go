@@ -458,11 +458,19 @@ func (rt *Runtime) orphanChannels(m string, named map[string]bool, unsure bool) 
 			l.Kind, l.Reason, l.Action = LeftoverUncertain, "no readable run record names this channel, but the Main has unreadable ones", "nothing"
 		default:
 			l.Kind, l.Reason = LeftoverOrphanChannel, "no run record names this channel and no Sub process holds it"
-			if ch, err := channel.OpenOwned(path); err != nil {
+			ch, err := channel.OpenOwned(path)
+			if err != nil {
 				// Nothing here can archive what it cannot read: keep it.
 				l.Kind, l.Reason, l.Action = LeftoverUncertain, l.Reason+", but it cannot be read: "+err.Error(), "nothing: inspect and delete it by hand"
-			} else {
-				ch.Close()
+				break
+			}
+			owner := ch.Manifest().StateDir
+			ch.Close()
+			switch {
+			case owner == "":
+				l.Kind, l.Reason, l.Action = LeftoverUncertain, l.Reason+" here, but an older facets made it without naming its state dir, whose record may own it", "nothing"
+			case owner != rt.Store.absDir():
+				continue // another state dir's run: not this gc's to judge
 			}
 		}
 		out = append(out, l)

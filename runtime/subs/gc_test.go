@@ -1,6 +1,7 @@
 package subs
 
 import (
+	"encoding/json"
 	"context"
 	"os"
 	"os/exec"
@@ -699,5 +700,54 @@ func TestGcKeepsAnUnreadableChannel(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ch.Dir(), "manifest.json")); err != nil {
 		t.Errorf("the unreadable channel was touched: %v", err)
+	}
+}
+
+// The channel root is shared by every state dir of the user: gc of one
+// state dir never takes another's channel for an orphan, and the startup
+// count leaves it out; a channel an older facets made (no state dir named)
+// is uncertain, never released.
+func TestGcLeavesAnotherStateDirsChannels(t *testing.T) {
+	f := newFixture(t)
+	d := f.delegate(mainID, "writer", "theirs")
+	release, err := f.sub(d.RunID).HoldPresence()
+	if err != nil {
+		t.Fatal(err)
+	}
+	release() // its serve is gone for a moment (a /reload): the lock is free
+	f.now = time.Now().Add(time.Hour)
+	mine := f.runtime()
+	mine.Store = Store{Dir: filepath.Join(f.dir, "other-state")}
+	c, err := mine.GC(context.Background(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Leftovers) != 0 {
+		t.Fatalf("gc of another state dir found %s", c.Text())
+	}
+	if _, err := os.Stat(f.run(d.RunID).ChannelDir); err != nil {
+		t.Fatalf("the channel of another state dir's run was removed: %v", err)
+	}
+	if n := mine.Store.CountLeftovers(mine.ChannelRoot, f.now); n != 0 {
+		t.Errorf("startup count %d, want 0", n)
+	}
+
+	// The same channel without an owner, as an older facets wrote it.
+	dir := f.run(d.RunID).ChannelDir
+	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	json.Unmarshal(raw, &m)
+	delete(m, "stateDir")
+	raw, _ = json.Marshal(m)
+	os.WriteFile(filepath.Join(dir, "manifest.json"), raw, 0o600)
+	c, _ = mine.GC(context.Background(), true)
+	if len(c.Leftovers) != 1 || c.Leftovers[0].Kind != LeftoverUncertain || c.Leftovers[0].Released {
+		t.Fatalf("a channel naming no state dir: %s", c.Text())
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("an ownerless channel was removed: %v", err)
 	}
 }

@@ -397,7 +397,7 @@ func (rt *Runtime) reserve(req DelegateRequest, p manifest.Profile, title, task,
 	if err != nil {
 		return nil, nil, err
 	}
-	m := channel.Manifest{RunID: channel.NewID(), MainSessionID: req.MainSessionID, Title: title, Task: task, Cwd: cwd, Profile: profile, SelfStart: selfStart}
+	m := channel.Manifest{RunID: channel.NewID(), MainSessionID: req.MainSessionID, Title: title, Task: task, Cwd: cwd, Profile: profile, SelfStart: selfStart, StateDir: rt.Store.absDir()}
 	if req.Manual {
 		m.Origin = manifest.OriginManual
 	}

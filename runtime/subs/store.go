@@ -112,6 +112,14 @@ type Store struct {
 	Dir string
 }
 
+// absDir is Dir made absolute, as channels record their owner.
+func (s Store) absDir() string {
+	if d, err := filepath.Abs(s.Dir); err == nil {
+		return d
+	}
+	return s.Dir
+}
+
 func (s Store) mainDir(mainSessionID string) string {
 	return filepath.Join(s.Dir, channel.Safe(mainSessionID))
 }
