@@ -1,8 +1,8 @@
 package subs
 
 import (
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
