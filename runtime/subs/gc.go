@@ -338,6 +338,20 @@ func (rt *Runtime) runLeftover(ctx context.Context, m string, r *Run) (Leftover,
 		l.Kind, l.Reason, l.Action = LeftoverUncertain, "cannot read its channel: "+err.Error(), "nothing"
 		return l, true
 	case gone && p == channel.PresenceExited:
+		// The lock is held by the Sub's facets serve, not by its Pi: a
+		// /reload, or a serve that crashed, frees it while Pi lives on.
+		// A tab the surface confirms as this run's may be such a Sub.
+		if h := r.handle(); h.TabID != "" {
+			if s, serr := rt.surfaceOf(r); serr == nil {
+				// No answer (a dead server) leaves the free lock to speak.
+				if own, _ := s.Owned(ctx, h, r.RunID); own == surface.TabPresent {
+					l.Kind, l.Action = LeftoverUncertain, "nothing: close it with facets close --run "+short(r.RunID)+" once its Sub is done"
+					l.Reason = fmt.Sprintf("nothing holds %s (its facets serve is not running), but %s still shows %s %s as this run's: its Pi may be alive (a /reload)",
+						filepath.Join(r.ChannelDir, "sub.lock"), s.Name(), tabWord(s), h.TabID)
+					return l, true
+				}
+			}
+		}
 		l.Kind, l.Action = LeftoverSubExited, runAction(r, LeftoverSubExited)
 		l.Reason = "its Sub process ended without closing the run (nothing holds " + filepath.Join(r.ChannelDir, "sub.lock") + ")"
 		return l, true

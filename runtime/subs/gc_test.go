@@ -64,6 +64,7 @@ func newGCScene(t *testing.T) *gcScene {
 	os.WriteFile(filepath.Join(inbox, "corrupt.json"), []byte("{not json"), 0o600)
 	os.WriteFile(filepath.Join(inbox, "old.json"+channel.AsideSuffix), []byte(`{"replayed":true}`), 0o600)
 	release()
+	f.Run("tab", "close", f.pane(s.exited).TabID) // its Pi is gone, and its tab with it
 
 	// The live Sub holds its lock for the whole test, and has a message.
 	liveRelease, err := f.sub(s.live).HoldPresence()
@@ -505,6 +506,7 @@ func TestGcLeavesBusyChannelsAndSymlinksAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	release()
+	f.Run("tab", "close", f.pane(id).TabID)
 	if _, err := sub.Send(channel.ToMain, "keep me"); err != nil {
 		t.Fatal(err)
 	}
@@ -749,5 +751,28 @@ func TestGcLeavesAnotherStateDirsChannels(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("an ownerless channel was removed: %v", err)
+	}
+}
+
+// A free presence lock with the run's tab still there is a Sub whose serve
+// is not running (a /reload, a crash of serve), not a dead Sub: gc lists
+// it as uncertain and leaves tab, channel and record alone.
+func TestGcKeepsALockFreeSubWhoseTabIsThere(t *testing.T) {
+	f := newFixture(t)
+	d := f.delegate(mainID, "writer", "reloading")
+	release, err := f.sub(d.RunID).HoldPresence()
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	c, err := f.runtime().GC(context.Background(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Leftovers) != 1 || c.Leftovers[0].Kind != LeftoverUncertain || c.Leftovers[0].Released || !strings.Contains(c.Leftovers[0].Reason, "its Pi may be alive") {
+		t.Fatalf("gc: %s", c.Text())
+	}
+	if !slices.Contains(f.subTabs(), d.TabID) || len(f.openRuns(mainID)) != 1 {
+		t.Errorf("gc touched a Sub that may be alive: tabs %v, open runs %v", f.subTabs(), f.openRuns(mainID))
 	}
 }

@@ -485,6 +485,7 @@ func TestGcWorktrees(t *testing.T) {
 			t.Fatal(err)
 		}
 		release()
+		f.Run("tab", "close", f.pane(d.RunID).TabID)
 	}
 
 	rt := f.runtime()
