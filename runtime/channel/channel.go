@@ -40,6 +40,21 @@ type Manifest struct {
 	StateDir string `json:"stateDir,omitempty"`
 }
 
+// stillNamed checks, with an inbox lock held, that the channel's path still
+// names the directory this Channel opened: a channel is removed only after
+// it is moved out of its name under both inbox locks.
+func (c *Channel) stillNamed() error {
+	now, err := os.Stat(c.dir)
+	if err != nil {
+		return ErrRemoved
+	}
+	held, err := c.root.Stat()
+	if err != nil || !os.SameFile(now, held) {
+		return ErrRemoved
+	}
+	return nil
+}
+
 // Channel is an open channel directory. Its directory descriptors are opened
 // once and checked, so every later read and write stays inside the checked
 // directories even if a path component is swapped afterwards.
@@ -446,6 +461,9 @@ func (c *Channel) SendBatch(d Direction, texts []string) ([]Message, error) {
 		return nil, fmt.Errorf("send to %s: lock inbox: %w", c.dir, err)
 	}
 	defer unix.Flock(int(inbox.Fd()), unix.LOCK_UN)
+	if err := c.stillNamed(); err != nil {
+		return nil, fmt.Errorf("send to %s: %w", c.dir, err)
+	}
 
 	if !c.swept[d] {
 		c.sweepTemps(d)

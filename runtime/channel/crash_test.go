@@ -317,3 +317,39 @@ func TestCrashAtRandomPoints(t *testing.T) {
 		t.Errorf("temp files left by killed writers survived the next writer: %v", left)
 	}
 }
+
+// A send that waits for the inbox lock while gc discards the channel is
+// refused once it gets the lock: it never returns success for a message
+// written into a directory being removed.
+func TestSendRacingDiscardFailsLoudly(t *testing.T) {
+	c := newTestChannel(t)
+	parent := filepath.Dir(c.Dir())
+	gc, err := OpenOwned(c.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := gc.LockInboxes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = unlock // Discard releases the locks by closing the inboxes
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Send(ToSub, "a question sent while gc releases the run")
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // the sender is waiting for the lock
+	if err := gc.Discard(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, ErrRemoved) {
+		t.Fatalf("send racing a discard: %v; want ErrRemoved", err)
+	}
+	if entries, _ := os.ReadDir(parent); len(entries) != 0 {
+		names := []string{}
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("left in the channel root: %v", names)
+	}
+}

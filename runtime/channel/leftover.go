@@ -256,10 +256,18 @@ func copyFile(from, to *os.File, name string, uid int) error {
 // The channel is closed.
 func (c *Channel) Discard() error {
 	dir := c.dir
+	// Move the channel out of its name while the inbox locks are still
+	// held: a sender waiting for a lock then finds its channel gone
+	// (SendBatch checks) instead of writing into a directory being removed.
+	tomb := filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".removed-"+NewID()[:8])
+	if err := os.Rename(dir, tomb); err != nil {
+		c.Close()
+		return fmt.Errorf("remove %s: %w", dir, err)
+	}
 	if err := c.Close(); err != nil {
 		return fmt.Errorf("remove %s: %w", dir, err)
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	if err := os.RemoveAll(tomb); err != nil {
 		return fmt.Errorf("remove %s: %w", dir, err)
 	}
 	return nil
