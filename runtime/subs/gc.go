@@ -175,9 +175,9 @@ func (rt *Runtime) GC(ctx context.Context, apply bool) (Collection, error) {
 			channel.RemoveMainDir(rt.ChannelRoot, m)
 		}
 		unlock()
-		if gone {
-			rt.Store.removeEmptyMain(m) // after unlock, which removes slots.lock
-		}
+		// After unlock, which removes slots.lock; only empty folders go, so
+		// taking the lock for a Main known only by its channels leaves none.
+		rt.Store.removeEmptyMain(m)
 		c.Leftovers = append(c.Leftovers, found...)
 	}
 	return c, nil

@@ -733,6 +733,9 @@ func TestGcLeavesAnotherStateDirsChannels(t *testing.T) {
 	if n := mine.Store.CountLeftovers(mine.ChannelRoot, f.now); n != 0 {
 		t.Errorf("startup count %d, want 0", n)
 	}
+	if _, err := os.Stat(filepath.Join(f.dir, "other-state", channel.Safe(mainID))); !os.IsNotExist(err) {
+		t.Errorf("gc left a state folder for a Main it only knows by its channels: %v", err)
+	}
 
 	// The same channel without an owner, as an older facets wrote it.
 	dir := f.run(d.RunID).ChannelDir
