@@ -596,8 +596,8 @@ func (rt *Runtime) releaseRun(ctx context.Context, l *Leftover) error {
 // count leaves this kind out. A worktree git cannot inspect is uncertain.
 func (rt *Runtime) worktreeLeftover(ctx context.Context, m string, r *Run) (Leftover, bool) {
 	l := Leftover{MainSession: m, RunID: r.RunID, Path: rt.Store.runPath(m, r.RunID)}
-	if r.Open() || !r.keepsWorktree() {
-		return l, false
+	if r.Open() || !r.keepsWorktree() || rt.worktreeUser(r) != nil {
+		return l, false // an open run (a resumed session) works in it
 	}
 	w := *r.Worktree
 	s, err := rt.Git.Inspect(ctx, w)
@@ -637,8 +637,8 @@ func (rt *Runtime) worktreeLeftover(ctx context.Context, m string, r *Run) (Left
 // record when nothing else keeps it.
 func (rt *Runtime) releaseWorktree(ctx context.Context, l *Leftover) error {
 	r, ok, err := rt.Store.LoadRun(l.MainSession, l.RunID)
-	if err != nil || !ok || r.Open() || !r.keepsWorktree() {
-		return err // released meanwhile
+	if err != nil || !ok || r.Open() || !r.keepsWorktree() || rt.worktreeUser(r) != nil {
+		return err // released, or taken up again, meanwhile
 	}
 	if err := rt.Git.Remove(ctx, *r.Worktree, false); err != nil {
 		return err
