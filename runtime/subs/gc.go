@@ -240,13 +240,20 @@ func (rt *Runtime) leftovers(ctx context.Context, m string) []Leftover {
 		out = append(out, Leftover{Kind: LeftoverUncertain, MainSession: m, Path: rt.Store.mainDir(m), Reason: err.Error(), Action: "nothing"})
 		return out
 	}
+	var used map[string]*Run // read once, and only if a closed run keeps a worktree
+	inUse := func() map[string]*Run {
+		if used == nil {
+			used = rt.worktreesInUse()
+		}
+		return used
+	}
 	named := map[string]bool{}
 	for _, r := range runs {
 		named[channel.Safe(r.RunID)] = true
 		if l, ok := rt.runLeftover(ctx, m, r); ok {
 			out = append(out, l)
 		}
-		if l, ok := rt.worktreeLeftover(ctx, m, r); ok {
+		if l, ok := rt.worktreeLeftover(ctx, m, r, inUse); ok {
 			out = append(out, l)
 		}
 	}
@@ -594,9 +601,9 @@ func (rt *Runtime) releaseRun(ctx context.Context, l *Leftover) error {
 // worktreeLeftover is a closed run's kept worktree whose work is all
 // elsewhere (see LeftoverWorktree); git is asked, so a Main's startup
 // count leaves this kind out. A worktree git cannot inspect is uncertain.
-func (rt *Runtime) worktreeLeftover(ctx context.Context, m string, r *Run) (Leftover, bool) {
+func (rt *Runtime) worktreeLeftover(ctx context.Context, m string, r *Run, inUse func() map[string]*Run) (Leftover, bool) {
 	l := Leftover{MainSession: m, RunID: r.RunID, Path: rt.Store.runPath(m, r.RunID)}
-	if r.Open() || !r.keepsWorktree() || rt.worktreeUser(r) != nil {
+	if r.Open() || !r.keepsWorktree() || inUse()[r.Worktree.Path] != nil {
 		return l, false // an open run (a resumed session) works in it
 	}
 	w := *r.Worktree

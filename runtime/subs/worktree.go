@@ -214,28 +214,28 @@ func (rt *Runtime) keptWorktrees(ctx context.Context, problems *[]string) ([]Kep
 	if err != nil {
 		return nil, err
 	}
-	var out []KeptWorktree
+	var all []*Run
 	for _, m := range mains {
 		runs, bad, err := usableRuns(rt.Store.Runs(m))
 		*problems = append(*problems, bad...)
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range runs {
-			if r.Open() || !r.keepsWorktree() {
-				continue
-			}
-			if rt.worktreeUser(r) != nil {
-				continue // a resumed session works in it: listed with its open run
-			}
-			info := worktreeInfo(r.Worktree)
-			if s, err := rt.Git.Inspect(ctx, *r.Worktree); err != nil {
-				info.Summary = fmt.Sprintf("branch %s at %s: %v", r.Worktree.Branch, r.Worktree.Path, err)
-			} else {
-				info.State, info.Summary = &s, s.Summary(*r.Worktree)
-			}
-			out = append(out, KeptWorktree{RunID: r.RunID, MainSessionID: r.MainSessionID, Title: r.Title, Profile: r.ProfileName, ClosedAt: r.ClosedAt, Worktree: *info})
+		all = append(all, runs...)
+	}
+	inUse := openWorktrees(all)
+	var out []KeptWorktree
+	for _, r := range all {
+		if r.Open() || !r.keepsWorktree() || inUse[r.Worktree.Path] != nil {
+			continue // an open run (a resumed session) is listed with it
 		}
+		info := worktreeInfo(r.Worktree)
+		if s, err := rt.Git.Inspect(ctx, *r.Worktree); err != nil {
+			info.Summary = fmt.Sprintf("branch %s at %s: %v", r.Worktree.Branch, r.Worktree.Path, err)
+		} else {
+			info.State, info.Summary = &s, s.Summary(*r.Worktree)
+		}
+		out = append(out, KeptWorktree{RunID: r.RunID, MainSessionID: r.MainSessionID, Title: r.Title, Profile: r.ProfileName, ClosedAt: r.ClosedAt, Worktree: *info})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].ClosedAt != out[j].ClosedAt {
@@ -335,19 +335,31 @@ func (rt *Runtime) Discard(ctx context.Context, ref string, force bool) (Discard
 // worktreeUser is the open run, of any Main, working in run's worktree
 // (the run of a resumed session), or nil.
 func (rt *Runtime) worktreeUser(run *Run) *Run {
-	mains, err := rt.Store.MainSessions()
-	if err != nil {
-		return nil
-	}
+	return rt.worktreesInUse()[run.Worktree.Path]
+}
+
+// worktreesInUse maps the worktree of every open run, of any Main, to that
+// run: read once by a caller that asks about many runs.
+func (rt *Runtime) worktreesInUse() map[string]*Run {
+	mains, _ := rt.Store.MainSessions()
+	var all []*Run
 	for _, m := range mains {
 		runs, _, _ := usableRuns(rt.Store.Runs(m))
-		for _, r := range runs {
-			if r.RunID != run.RunID && r.Open() && r.Worktree != nil && r.Worktree.Path == run.Worktree.Path {
-				return r
-			}
+		all = append(all, runs...)
+	}
+	return openWorktrees(all)
+}
+
+// openWorktrees maps the worktree paths of the open runs among runs to
+// their runs.
+func openWorktrees(runs []*Run) map[string]*Run {
+	used := map[string]*Run{}
+	for _, r := range runs {
+		if r.Open() && r.Worktree != nil {
+			used[r.Worktree.Path] = r
 		}
 	}
-	return nil
+	return used
 }
 
 // resumedWorktree is the persistent session a delegate resumes (resumeID
@@ -387,10 +399,6 @@ func (rt *Runtime) rollback(ctx context.Context, run *Run, ch *channel.Channel, 
 		run.ClosedAt = rt.now().UnixMilli()
 		run.UpdatedAt, run.LaunchPID = run.ClosedAt, 0
 		return errors.Join(werr, ch.Remove(), rt.Store.SaveRun(run))
-	}
-	if run.Worktree != nil && !fresh {
-		// A reopened worktree stays with the session it was reopened for.
-		run.Worktree = nil
 	}
 	return errors.Join(ch.Remove(), rt.Store.DeleteRun(run.MainSessionID, run.RunID))
 }

@@ -233,7 +233,7 @@ func (g Git) Reopen(ctx context.Context, w Worktree) error {
 		return fmt.Errorf("reopen worktree: %w", err)
 	}
 	args := []string{"worktree", "add", "--quiet", w.Path, w.Branch}
-	if !g.BranchExists(ctx, Repo{Top: w.Repo}, w.Branch) {
+	if !g.branchExists(ctx, w) {
 		args = []string{"worktree", "add", "--quiet", "-b", w.Branch, w.Path, w.Base}
 	}
 	if _, err := g.run(ctx, w.Repo, args...); err != nil {
@@ -358,12 +358,11 @@ func (g Git) Inspect(ctx context.Context, w Worktree) (State, error) {
 	if _, err := os.Stat(w.Path); err != nil {
 		s.Missing = true
 	}
-	git := func(args ...string) ([]byte, error) { return g.inRepo(ctx, w, args...) }
-	if _, err := git("show-ref", "--verify", "--quiet", "refs/heads/"+w.Branch); err != nil {
+	if !g.branchExists(ctx, w) {
 		s.BranchMissing = true
 		return s, nil
 	}
-	out, err := git("rev-list", "--count", w.Base+".."+"refs/heads/"+w.Branch)
+	out, err := g.inRepo(ctx, w, "rev-list", "--count", w.Base+".."+"refs/heads/"+w.Branch)
 	if err != nil {
 		return s, fmt.Errorf("inspect worktree %s: %w", w.Path, err)
 	}
@@ -371,7 +370,7 @@ func (g Git) Inspect(ctx context.Context, w Worktree) (State, error) {
 		return s, fmt.Errorf("inspect worktree %s: git rev-list answered %q", w.Path, out)
 	}
 	if s.Ahead > 0 {
-		out, err = git("diff", "--stat=200", w.Base+"..."+"refs/heads/"+w.Branch)
+		out, err = g.inRepo(ctx, w, "diff", "--stat=200", w.Base+"..."+"refs/heads/"+w.Branch)
 		if err != nil {
 			return s, fmt.Errorf("inspect worktree %s: %w", w.Path, err)
 		}
