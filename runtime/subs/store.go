@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/facets-dev/facets/internal/safefile"
 	"github.com/facets-dev/facets/runtime/channel"
@@ -267,13 +266,7 @@ func (s Store) Lock(mainSessionID, name string) (func(), error) {
 		if err != nil {
 			return nil, fmt.Errorf("lock %s: %w", name, err)
 		}
-		for {
-			err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-			if !errors.Is(err, syscall.EINTR) {
-				break
-			}
-		}
-		if err != nil {
+		if err = safefile.LockExclusive(f); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("lock %s: %w", name, err)
 		}

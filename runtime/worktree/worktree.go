@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/facets-dev/facets/internal/safefile"
 )
 
 // Git runs the git command.
@@ -635,12 +637,7 @@ func lockRepo(w Worktree) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock repository %s: %w", w.Repo, err)
 	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
+	err = safefile.LockExclusive(f)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("lock repository %s: %w", w.Repo, err)
