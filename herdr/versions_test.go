@@ -2,6 +2,7 @@ package herdr
 
 import (
 	"context"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,6 +54,13 @@ func TestHerdrVersions(t *testing.T) {
 				t.Errorf("Check noted %q, want no warning", notes)
 			case tc.warn != "" && (len(notes) != 1 || !strings.Contains(notes[0], tc.warn) || strings.Contains(notes[0], "\n")):
 				t.Errorf("Check noted %q, want one line saying %q", notes, tc.warn)
+			}
+			if tc.name == "newer 0.9" && len(notes) == 1 {
+				// docs/herdr.md shows this note as the user sees it.
+				doc, err := os.ReadFile("../docs/herdr.md")
+				if err != nil || !strings.Contains(string(doc), "\n"+notes[0]+"\n") {
+					t.Errorf("docs/herdr.md does not show the note as Check words it: %q", notes[0])
+				}
 			}
 			h, err := f.cli.CreateTab(ctx, TabSpec{Cwd: t.TempDir(), Title: "versions"})
 			if err != nil {
