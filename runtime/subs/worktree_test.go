@@ -548,6 +548,16 @@ func TestResumeHandsTheWorktreeOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	old := f.run(d.RunID)
+	if old.Worktree != nil {
+		t.Fatalf("the old run still claims the worktree after the resume: %+v", old.Worktree)
+	}
+	// A record that still claims it (written before the hand-over, or by a
+	// resume that crashed in between): the open run's use still protects it.
+	old.Worktree = f.run(r.RunID).Worktree
+	if err := f.runtime().Store.SaveRun(old); err != nil {
+		t.Fatal(err)
+	}
 	l, err := f.runtime().List(ctx, mainID, true)
 	if err != nil {
 		t.Fatal(err)
