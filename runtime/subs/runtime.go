@@ -119,7 +119,7 @@ func (d Delegation) Text() string {
 	}
 	s += ")."
 	if w := d.Worktree; w != nil {
-		s += fmt.Sprintf("\nIt works in its own git worktree %s on branch %s (from %s).", termesc.Escape(w.Path), termesc.Escape(w.Branch), short12(w.Base))
+		s += fmt.Sprintf("\nIt works in its own git worktree %s on branch %s (from %s).", termesc.Escape(w.Path), termesc.Escape(w.Branch), worktree.ShortCommit(w.Base))
 	}
 	for _, n := range d.Notes {
 		s += "\n" + termesc.Escape(n)
@@ -662,7 +662,7 @@ func (c Closure) Text() string {
 				s += "\n  uncommitted: " + termesc.Escape(l)
 			}
 			if st.Ahead > 0 {
-				s += fmt.Sprintf("\nReview with git diff %s...%s; merge with git merge %s.", short12(w.Base), termesc.Escape(w.Branch), termesc.Escape(w.Branch))
+				s += fmt.Sprintf("\nReview with git diff %s...%s; merge with git merge %s.", worktree.ShortCommit(w.Base), termesc.Escape(w.Branch), termesc.Escape(w.Branch))
 			}
 		}
 	}

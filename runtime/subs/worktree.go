@@ -97,7 +97,7 @@ func (rt *Runtime) makeWorktree(ctx context.Context, plan *plannedWorktree, run 
 	run.Worktree = &w
 	var notes []string
 	if plan.dirty > 0 {
-		notes = append(notes, fmt.Sprintf("The worktree starts at the commit %s of %s: %d uncommitted change(s) in the Main's checkout are not in it.", short12(w.Base), headName(plan.repo), plan.dirty))
+		notes = append(notes, fmt.Sprintf("The worktree starts at the commit %s of %s: %d uncommitted change(s) in the Main's checkout are not in it.", worktree.ShortCommit(w.Base), headName(plan.repo), plan.dirty))
 	}
 	copied, err := rt.Git.CopyIncluded(ctx, plan.repo, w.Path)
 	if err != nil {
@@ -137,13 +137,6 @@ func headName(r worktree.Repo) string {
 		return "a detached HEAD"
 	}
 	return "branch " + r.Branch
-}
-
-func short12(commit string) string {
-	if len(commit) > 12 {
-		return commit[:12]
-	}
-	return commit
 }
 
 // settleWorktree looks at a closed run's worktree: an empty one is removed

@@ -324,7 +324,7 @@ func (s State) Summary(w Worktree) string {
 	if files > 0 {
 		files-- // the summary line
 	}
-	line := fmt.Sprintf("branch %s: %d commit(s) ahead of %s, %d file(s) changed", w.Branch, s.Ahead, short(w.Base), files)
+	line := fmt.Sprintf("branch %s: %d commit(s) ahead of %s, %d file(s) changed", w.Branch, s.Ahead, ShortCommit(w.Base), files)
 	switch {
 	case s.Missing:
 		line += "; its worktree was removed by hand (the branch is kept)"
@@ -342,7 +342,8 @@ func (s State) Summary(w Worktree) string {
 	return line
 }
 
-func short(commit string) string {
+// ShortCommit is a commit id cut to 12 hex digits, as git prints it.
+func ShortCommit(commit string) string {
 	if len(commit) > 12 {
 		return commit[:12]
 	}
